@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +36,14 @@ type Resource struct {
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
 
+	// NameValidation validates metadata.name (and generateName, with prefix true). Nil means
+	// a DNS subdomain, the rule most types use.
+	NameValidation validation.ValidateNameFunc
+
+	// Conversion converts between this version and the version objects are stored in. Nil means
+	// the two differ at most in apiVersion, which the pipeline rewrites.
+	Conversion *Conversion
+
 	// CRD is set for custom resources: the definition and the version served here.
 	CRD        *apiextensionsv1.CustomResourceDefinition
 	CRDVersion *apiextensionsv1.CustomResourceDefinitionVersion
@@ -45,6 +54,12 @@ type ScaleSubresource struct {
 	SpecReplicasPath   string
 	StatusReplicasPath string
 	LabelSelectorPath  string
+}
+
+// Conversion converts objects between a served version and the storage version, in place.
+type Conversion struct {
+	ToStorage   func(obj *unstructured.Unstructured) error
+	FromStorage func(obj *unstructured.Unstructured) error
 }
 
 // GroupVersionResource returns the resource's GVR.
