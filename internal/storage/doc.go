@@ -1,0 +1,6 @@
+// Package storage keeps objects in etcd: an embedded, in-process etcd by default, or an
+// external cluster. It knows keys, revisions and bytes, not Kubernetes objects: a stored value is
+// the object's JSON without its resourceVersion, which is the etcd revision that last wrote it.
+// Creates and updates are etcd transactions (create-if-absent, compare-mod-revision), so several
+// lapis processes can share one etcd.
+package storage
