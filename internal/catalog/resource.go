@@ -24,6 +24,8 @@ type Resource struct {
 
 	// StorageGroupResource names where objects live in storage; all versions of a resource share it.
 	StorageGroupResource schema.GroupResource
+	// StorageVersion is the version objects are stored at; empty means GroupVersion.
+	StorageVersion schema.GroupVersion
 
 	// HasStatus and Scale describe the subresources the resource serves.
 	HasStatus bool
@@ -67,6 +69,14 @@ func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
 	return r.GroupVersion.WithResource(r.Name)
 }
 
+// StorageAPIVersion is the apiVersion objects of this resource carry in storage.
+func (r *Resource) StorageAPIVersion() string {
+	if r.StorageVersion.Empty() {
+		return r.GroupVersion.String()
+	}
+	return r.StorageVersion.String()
+}
+
 // GroupVersionKind returns the resource's GVK.
 func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
 	return r.GroupVersion.WithKind(r.Kind)
@@ -76,8 +86,8 @@ func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
 // unstructured content throughout the pipeline; typed behaviours convert where they need to.
 type Behavior interface {
 	// Normalize brings a decoded object into the type's canonical form: fields the type does not
-	// declare are dropped and returned as paths (for fieldValidation), values of the wrong type are
-	// an error naming the field.
+	// declare are dropped and described (`unknown field "spec.foo"`, for fieldValidation), values
+	// of the wrong type are an error naming the field.
 	Normalize(obj *unstructured.Unstructured) (unknownFields []string, err error)
 	// PrepareForCreate resets what a client may not set on create (kube's strategy hook of the
 	// same name): for example a namespace's status and finalizers.

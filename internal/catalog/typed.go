@@ -3,7 +3,6 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -43,7 +42,7 @@ func (t Typed[T, PT]) Normalize(u *unstructured.Unstructured) ([]string, error) 
 	}
 	var unknown []string
 	for _, e := range strictErrs {
-		unknown = append(unknown, strictFieldPath(e.Error()))
+		unknown = append(unknown, e.Error())
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -51,14 +50,6 @@ func (t Typed[T, PT]) Normalize(u *unstructured.Unstructured) ([]string, error) 
 	}
 	u.Object = content
 	return unknown, nil
-}
-
-// strictFieldPath turns sigs.k8s.io/json's `unknown field "spec.foo"` into `spec.foo`.
-func strictFieldPath(msg string) string {
-	if i := strings.Index(msg, `"`); i >= 0 && strings.HasSuffix(msg, `"`) {
-		return msg[i+1 : len(msg)-1]
-	}
-	return msg
 }
 
 // PrepareForCreate implements Behavior.

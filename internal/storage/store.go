@@ -20,10 +20,10 @@ type KeyValue struct {
 
 // Error kinds callers branch on; test with errors.Is.
 var (
-	ErrNotFound     = errors.New("not found")
-	ErrExists       = errors.New("already exists")
-	ErrConflict     = errors.New("modified since read")
-	ErrCompacted    = errors.New("revision compacted")
+	ErrNotFound       = errors.New("not found")
+	ErrExists         = errors.New("already exists")
+	ErrConflict       = errors.New("modified since read")
+	ErrCompacted      = errors.New("revision compacted")
 	ErrFutureRevision = errors.New("revision is newer than the store's")
 )
 

@@ -1,0 +1,229 @@
+package objects
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/storage"
+)
+
+// ListOptions are a list's query parameters, selectors already parsed.
+type ListOptions = metainternalversion.ListOptions
+
+// RawList is one page of a list, each item the JSON served for it.
+type RawList struct {
+	Items              [][]byte
+	ResourceVersion    string
+	Continue           string
+	RemainingItemCount *int64
+}
+
+// continueToken is kube-apiserver's continue format: the revision of the first page and the key
+// (relative to the list's prefix) to start after.
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion int64  `json:"rv"`
+	StartKey        string `json:"start"`
+}
+
+func encodeContinue(rev int64, relativeKey string) string {
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: relativeKey})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(token string) (continueToken, error) {
+	var c continueToken
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return c, fmt.Errorf("continue key is not valid: %v", err)
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("continue key is not valid: %v", err)
+	}
+	if c.APIVersion != "meta.k8s.io/v1" {
+		return c, fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	if c.ResourceVersion <= 0 {
+		return c, fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	if c.StartKey == "" || strings.HasPrefix(c.StartKey, "/") || path.Clean("/"+c.StartKey) != "/"+strings.TrimSuffix(c.StartKey, "/") {
+		return c, fmt.Errorf("continue key is not valid: invalid start key")
+	}
+	return c, nil
+}
+
+// filter decides whether a stored object belongs in a list or watch.
+type filter struct {
+	r         *catalog.Resource
+	labels    labels.Selector
+	fields    fields.Selector
+	needsBody bool // false when the key alone (namespace, name) decides
+}
+
+func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
+	f := &filter{r: r, labels: labels.Everything(), fields: fields.Everything()}
+	if opts.LabelSelector != nil {
+		f.labels = opts.LabelSelector
+	}
+	if opts.FieldSelector != nil {
+		f.fields = opts.FieldSelector
+	}
+	supported := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+	for k := range r.Behavior.SelectableFields(&unstructured.Unstructured{Object: map[string]any{}}) {
+		supported[k] = true
+	}
+	for _, req := range f.fields.Requirements() {
+		if !supported[req.Field] {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+			f.needsBody = true
+		}
+	}
+	if !f.labels.Empty() {
+		f.needsBody = true
+	}
+	return f, nil
+}
+
+func (f *filter) everything() bool { return f.labels.Empty() && f.fields.Empty() }
+
+func (f *filter) fieldSet(obj *unstructured.Unstructured, namespace, name string) fields.Set {
+	set := fields.Set{"metadata.name": name}
+	if f.r.Namespaced {
+		set["metadata.namespace"] = namespace
+	}
+	if obj != nil {
+		for k, v := range f.r.Behavior.SelectableFields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+// matches reports whether the object stored at kv passes; obj may be nil when !needsBody.
+func (f *filter) matches(key string, obj *unstructured.Unstructured) bool {
+	namespace, name := namespaceAndName(f.r, key)
+	if obj != nil && !f.labels.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	return f.fields.Matches(f.fieldSet(obj, namespace, name))
+}
+
+// ListRaw reads a page of objects in namespace ("" for all namespaces).
+func (s *Service) ListRaw(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) (RawList, error) {
+	var out RawList
+	err := s.list(ctx, r, namespace, opts, func(kv storage.KeyValue, obj *unstructured.Unstructured) error {
+		var raw []byte
+		var err error
+		if obj != nil {
+			raw, err = obj.MarshalJSON()
+		} else {
+			raw, err = s.rawFromStorage(r, kv)
+		}
+		out.Items = append(out.Items, raw)
+		return err
+	}, &out)
+	return out, err
+}
+
+// List reads every object selected by opts (limit and continue apply) as decoded objects.
+func (s *Service) List(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) ([]*unstructured.Unstructured, RawList, error) {
+	var items []*unstructured.Unstructured
+	var meta RawList
+	err := s.list(ctx, r, namespace, opts, func(kv storage.KeyValue, obj *unstructured.Unstructured) error {
+		if obj == nil {
+			var err error
+			if obj, err = s.fromStorage(r, kv); err != nil {
+				return err
+			}
+		}
+		items = append(items, obj)
+		return nil
+	}, &meta)
+	return items, meta, err
+}
+
+func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions,
+	emit func(storage.KeyValue, *unstructured.Unstructured) error, meta *RawList) error {
+	f, err := newFilter(r, &opts)
+	if err != nil {
+		return err
+	}
+	prefix := listPrefix(r, namespace)
+	var rev int64
+	var after string
+	if opts.Continue != "" {
+		tok, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		rev, after = tok.ResourceVersion, prefix+tok.StartKey
+	} else if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		if rev, err = parseRevision(opts.ResourceVersion); err != nil {
+			return err
+		}
+	}
+	limit := opts.Limit
+	if limit < 0 {
+		limit = 0
+	}
+	var taken int64
+	for {
+		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, After: after})
+		if err != nil {
+			if opts.Continue != "" && isCompacted(err) {
+				return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			}
+			return storageError(r, "", err)
+		}
+		rev = page.Revision
+		for i, kv := range page.Items {
+			var obj *unstructured.Unstructured
+			if f.needsBody {
+				if obj, err = s.fromStorage(r, kv); err != nil {
+					return apierrors.NewInternalError(err)
+				}
+			}
+			after = kv.Key
+			if !f.everything() && !f.matches(kv.Key, obj) {
+				continue
+			}
+			if err := emit(kv, obj); err != nil {
+				return apierrors.NewInternalError(err)
+			}
+			taken++
+			if limit > 0 && taken == limit {
+				more := page.More || i < len(page.Items)-1
+				if more {
+					meta.Continue = encodeContinue(rev, strings.TrimPrefix(kv.Key, prefix))
+					if f.everything() {
+						remaining := page.Remaining + int64(len(page.Items)-1-i)
+						meta.RemainingItemCount = &remaining
+					}
+				}
+				meta.ResourceVersion = revisionString(rev)
+				return nil
+			}
+		}
+		if !page.More {
+			meta.ResourceVersion = revisionString(rev)
+			return nil
+		}
+	}
+}
+
+func isCompacted(err error) bool { return errors.Is(err, storage.ErrCompacted) }

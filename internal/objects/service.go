@@ -1,0 +1,167 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/stored"
+)
+
+// Service reads and writes objects of any catalogued resource.
+type Service struct {
+	store *storage.Store
+	cat   *catalog.Catalog
+	now   func() time.Time
+}
+
+// NewService returns a Service over store serving the resources in cat.
+func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
+	return &Service{store: store, cat: cat, now: time.Now}
+}
+
+// Catalog returns the catalogue the service serves.
+func (s *Service) Catalog() *catalog.Catalog { return s.cat }
+
+// Store returns the underlying store.
+func (s *Service) Store() *storage.Store { return s.store }
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+func qualifiedResource(r *catalog.Resource) schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Name}
+}
+
+// storageError turns a store error into the API error kube-apiserver gives for it.
+func storageError(r *catalog.Resource, name string, err error) error {
+	gr := qualifiedResource(r)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(registryConflictMessage))
+	case errors.Is(err, storage.ErrCompacted):
+		return apierrors.NewResourceExpired(fmt.Sprintf("The resourceVersion for the provided list is too old."))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+const registryConflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
+
+// fromStorage decodes a stored value into the object as served at r's version.
+func (s *Service) fromStorage(r *catalog.Resource, kv storage.KeyValue) (*unstructured.Unstructured, error) {
+	obj, err := stored.Decode(kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, err
+	}
+	if r.Conversion != nil {
+		if err := r.Conversion.FromStorage(obj); err != nil {
+			return nil, err
+		}
+	} else {
+		obj.SetAPIVersion(r.GroupVersion.String())
+	}
+	if r.Behavior != nil {
+		// Defaults apply on read too, so objects stored before a default existed gain it.
+		r.Behavior.Default(obj)
+	}
+	return obj, nil
+}
+
+// RawFromStorage returns a stored value as the JSON served at r's version, splicing in the
+// resourceVersion without decoding when the stored version is the served one.
+func (s *Service) rawFromStorage(r *catalog.Resource, kv storage.KeyValue) ([]byte, error) {
+	if r.Conversion == nil && !hasReadDefaults(r) {
+		if out, ok := stored.WithResourceVersion(kv.Value, kv.ModRevision, r.GroupVersion.String()); ok {
+			return out, nil
+		}
+	}
+	obj, err := s.fromStorage(r, kv)
+	if err != nil {
+		return nil, err
+	}
+	return obj.MarshalJSON()
+}
+
+// hasReadDefaults reports whether reading may change an object: custom resources whose schema
+// has defaults are defaulted on read, as kube-apiserver does.
+func hasReadDefaults(r *catalog.Resource) bool {
+	type readDefaulter interface{ DefaultsOnRead() bool }
+	d, ok := r.Behavior.(readDefaulter)
+	return ok && d.DefaultsOnRead()
+}
+
+func (s *Service) toStorage(r *catalog.Resource, obj *unstructured.Unstructured) ([]byte, error) {
+	if r.Conversion != nil {
+		obj = obj.DeepCopy()
+		if err := r.Conversion.ToStorage(obj); err != nil {
+			return nil, err
+		}
+	} else if sv := r.StorageAPIVersion(); obj.GetAPIVersion() != sv {
+		obj = obj.DeepCopy()
+		obj.SetAPIVersion(sv)
+	}
+	return stored.Encode(obj.Object)
+}
+
+// Get returns the named object.
+func (s *Service) Get(ctx context.Context, r *catalog.Resource, namespace, name string) (*unstructured.Unstructured, error) {
+	kv, err := s.get(ctx, r, namespace, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.fromStorage(r, kv)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}
+
+// GetRaw returns the named object's JSON; revision > 0 reads it as it was then.
+func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, name string, revision int64) ([]byte, error) {
+	kv, err := s.get(ctx, r, namespace, name, revision)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.rawFromStorage(r, kv)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
+}
+
+func (s *Service) get(ctx context.Context, r *catalog.Resource, namespace, name string, revision int64) (storage.KeyValue, error) {
+	kv, _, err := s.store.Get(ctx, objectKey(r, namespace, name), revision)
+	if err != nil {
+		return kv, storageError(r, name, err)
+	}
+	return kv, nil
+}
+
+func revisionString(rev int64) string { return strconv.FormatInt(rev, 10) }
+
+func parseRevision(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %q", rv))
+	}
+	return n, nil
+}
+
+func nowTime(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }

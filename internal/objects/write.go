@@ -1,0 +1,354 @@
+package objects
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/storage"
+)
+
+// WriteOptions are the query parameters and request facts that shape a write.
+type WriteOptions struct {
+	DryRun bool
+	// FieldValidation is Strict, Warn or Ignore; empty means Warn, kube-apiserver's default.
+	FieldValidation string
+	// DecodeIssues are problems found while decoding the request body (duplicate fields).
+	DecodeIssues []string
+	// Subresource is "status" for writes through the status subresource.
+	Subresource string
+}
+
+// Result is the outcome of a write.
+type Result struct {
+	Object   *unstructured.Unstructured
+	Warnings []string
+	// Created is true when the write created the object.
+	Created bool
+}
+
+// maxGenerateNameAttempts matches kube-apiserver, which retries a generated name that collides.
+const maxGenerateNameAttempts = 8
+
+// Create stores a new object in namespace (ignored for cluster-scoped resources).
+func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts WriteOptions) (Result, error) {
+	warnings, err := s.normalize(r, obj, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := setNamespace(r, obj, namespace); err != nil {
+		return Result{}, err
+	}
+	if r.Namespaced {
+		if err := s.checkNamespaceAcceptsContent(ctx, r, obj); err != nil {
+			return Result{}, err
+		}
+	}
+	r.Behavior.Default(obj)
+	prepareCreateMeta(r, obj, s.now())
+	r.Behavior.PrepareForCreate(obj)
+	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
+	for attempt := 0; ; attempt++ {
+		if generated {
+			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
+		}
+		if errs := validateCreate(r, obj); len(errs) > 0 {
+			return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), obj.GetName(), errs)
+		}
+		value, err := s.toStorage(r, obj)
+		if err != nil {
+			return Result{}, apierrors.NewInternalError(err)
+		}
+		key := objectKey(r, obj.GetNamespace(), obj.GetName())
+		if opts.DryRun {
+			if _, _, err := s.store.Get(ctx, key, 0); err == nil {
+				return Result{}, apierrors.NewAlreadyExists(qualifiedResource(r), obj.GetName())
+			}
+			return Result{Object: obj, Warnings: warnings, Created: true}, nil
+		}
+		rev, err := s.store.Create(ctx, key, value)
+		if errors.Is(err, storage.ErrExists) && generated && attempt+1 < maxGenerateNameAttempts {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, storage.ErrExists) && generated {
+				return Result{}, apierrors.NewServerTimeoutForKind(r.GroupVersionKind().GroupKind(), "POST", 0)
+			}
+			return Result{}, storageError(r, obj.GetName(), err)
+		}
+		obj.SetResourceVersion(revisionString(rev))
+		return Result{Object: obj, Warnings: warnings, Created: true}, nil
+	}
+}
+
+// normalize brings obj to its type's form and applies fieldValidation to what did not fit.
+func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions) ([]string, error) {
+	gvk := r.GroupVersionKind()
+	if obj.GetKind() == "" {
+		obj.SetKind(gvk.Kind)
+	}
+	if obj.GetAPIVersion() == "" {
+		obj.SetAPIVersion(r.GroupVersion.String())
+	}
+	if obj.GetAPIVersion() != r.GroupVersion.String() || obj.GetKind() != gvk.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
+	}
+	unknown, err := r.Behavior.Normalize(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
+	}
+	issues := append(append([]string(nil), opts.DecodeIssues...), unknown...)
+	if len(issues) == 0 {
+		return nil, nil
+	}
+	switch opts.FieldValidation {
+	case "Ignore":
+		return nil, nil
+	case "Strict":
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", gvk.Kind, gvk.Version, gvk.Kind, strings.Join(issues, ", ")))
+	}
+	return issues, nil
+}
+
+func setNamespace(r *catalog.Resource, obj *unstructured.Unstructured, namespace string) error {
+	if !r.Namespaced {
+		obj.SetNamespace("")
+		return nil
+	}
+	switch obj.GetNamespace() {
+	case "":
+		obj.SetNamespace(namespace)
+	case namespace:
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// checkNamespaceAcceptsContent is kube's NamespaceLifecycle admission: content may only be
+// created in namespaces that exist and are not being deleted.
+func (s *Service) checkNamespaceAcceptsContent(ctx context.Context, r *catalog.Resource, obj *unstructured.Unstructured) error {
+	ns := obj.GetNamespace()
+	kv, _, err := s.store.Get(ctx, "/registry/namespaces/"+ns, 0)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apierrors.NewNotFound(namespacesResource, ns)
+	}
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if bytes.Contains(kv.Value, []byte(`"deletionTimestamp"`)) || bytes.Contains(kv.Value, []byte(`"phase":"Terminating"`)) {
+		err := apierrors.NewForbidden(qualifiedResource(r), obj.GetName(),
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type: "NamespaceTerminating", Field: "metadata.namespace", Message: fmt.Sprintf("namespace %s is being terminated", ns)})
+		return err
+	}
+	return nil
+}
+
+// prepareCreateMeta sets the metadata the server owns on create.
+func prepareCreateMeta(r *catalog.Resource, obj *unstructured.Unstructured, now time.Time) {
+	obj.SetUID(uuid.NewUUID())
+	obj.SetCreationTimestamp(nowTime(now))
+	obj.SetResourceVersion("")
+	obj.SetSelfLink("")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	if r.SpecTracksGeneration {
+		obj.SetGeneration(1)
+	} else {
+		obj.SetGeneration(0)
+	}
+}
+
+func nameValidation(r *catalog.Resource) apivalidation.ValidateNameFunc {
+	if r.NameValidation != nil {
+		return r.NameValidation
+	}
+	return apivalidation.NameIsDNSSubdomain
+}
+
+func validateCreate(r *catalog.Resource, obj *unstructured.Unstructured) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, nameValidation(r), field.NewPath("metadata"))
+	return append(errs, r.Behavior.Validate(obj, nil)...)
+}
+
+// Mutation computes the desired object from the current one. It may return the object it was
+// given, modified. A resourceVersion in the result is a precondition.
+type Mutation func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
+
+// maxConflictRetries bounds retries of writes that carry no resourceVersion precondition.
+const maxConflictRetries = 16
+
+// Update writes the result of mutate over the current object, retrying on a concurrent write
+// unless the result names the resourceVersion it expects.
+func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, name string, mutate Mutation, opts WriteOptions) (Result, error) {
+	if !r.Namespaced {
+		namespace = ""
+	}
+	key := objectKey(r, namespace, name)
+	for attempt := 0; ; attempt++ {
+		kv, _, err := s.store.Get(ctx, key, 0)
+		if err != nil {
+			return Result{}, storageError(r, name, err)
+		}
+		old, err := s.fromStorage(r, kv)
+		if err != nil {
+			return Result{}, apierrors.NewInternalError(err)
+		}
+		obj, err := mutate(old.DeepCopy())
+		if err != nil {
+			return Result{}, err
+		}
+		res, err := s.prepareUpdate(r, namespace, name, obj, old, opts)
+		if err != nil {
+			return Result{}, err
+		}
+		precondition := obj.GetResourceVersion() != ""
+		if precondition && obj.GetResourceVersion() != old.GetResourceVersion() {
+			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
+		}
+		value, err := s.toStorage(r, obj)
+		if err != nil {
+			return Result{}, apierrors.NewInternalError(err)
+		}
+		if bytes.Equal(value, kv.Value) {
+			// Nothing changed: kube-apiserver does not write, and the resourceVersion stays.
+			return Result{Object: old, Warnings: res.Warnings}, nil
+		}
+		if opts.DryRun {
+			return Result{Object: obj, Warnings: res.Warnings}, nil
+		}
+		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !blocksDeletion(r, obj) {
+			// The last finalizer is gone: the object's deletion completes now.
+			if _, _, err := s.store.Delete(ctx, key, kv.ModRevision); err != nil {
+				if errors.Is(err, storage.ErrConflict) && !precondition && attempt < maxConflictRetries {
+					continue
+				}
+				return Result{}, storageError(r, name, err)
+			}
+			return Result{Object: obj, Warnings: res.Warnings}, nil
+		}
+		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
+		if errors.Is(err, storage.ErrConflict) && !precondition && attempt < maxConflictRetries {
+			continue
+		}
+		if err != nil {
+			return Result{}, storageError(r, name, err)
+		}
+		obj.SetResourceVersion(revisionString(rev))
+		return Result{Object: obj, Warnings: res.Warnings}, nil
+	}
+}
+
+// prepareUpdate runs the update half of the pipeline on obj, given the current object old.
+func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, error) {
+	warnings, err := s.normalize(r, obj, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	if obj.GetName() == "" {
+		obj.SetName(name)
+	}
+	if obj.GetName() != name {
+		return Result{}, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	}
+	if err := setNamespace(r, obj, namespace); err != nil {
+		return Result{}, err
+	}
+	if opts.Subresource == "status" {
+		status, hasStatus := obj.Object["status"]
+		next := old.DeepCopy()
+		delete(next.Object, "status")
+		if hasStatus {
+			next.Object["status"] = status
+		}
+		next.SetResourceVersion(obj.GetResourceVersion())
+		*obj = *next
+	} else {
+		r.Behavior.PrepareForUpdate(obj, old)
+	}
+	r.Behavior.Default(obj)
+	carryUpdateMeta(r, obj, old)
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, nameValidation(r), field.NewPath("metadata"))...)
+	errs = append(errs, validateFinalizersWhileDeleting(obj, old)...)
+	errs = append(errs, r.Behavior.Validate(obj, old)...)
+	if len(errs) > 0 {
+		return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), name, errs)
+	}
+	return Result{Warnings: warnings}, nil
+}
+
+// carryUpdateMeta keeps the metadata clients cannot change and counts spec changes.
+func carryUpdateMeta(r *catalog.Resource, obj, old *unstructured.Unstructured) {
+	if obj.GetUID() == "" {
+		obj.SetUID(old.GetUID())
+	}
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	obj.SetSelfLink("")
+	obj.SetGeneration(old.GetGeneration())
+	if r.SpecTracksGeneration && specChanged(obj, old) {
+		obj.SetGeneration(old.GetGeneration() + 1)
+	}
+}
+
+// specChanged reports a change outside metadata and status.
+func specChanged(obj, old *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		m := make(map[string]any, len(u.Object))
+		for k, v := range u.Object {
+			if k != "metadata" && k != "status" {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	return !apiequality.Semantic.DeepEqual(strip(obj), strip(old))
+}
+
+func validateFinalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorList {
+	if old.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, f := range old.GetFinalizers() {
+		had[f] = true
+	}
+	var errs field.ErrorList
+	for _, f := range obj.GetFinalizers() {
+		if !had[f] {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", []string{f})))
+		}
+	}
+	return errs
+}
+
+// blocksDeletion reports whether something must finish before the object can go: metadata
+// finalizers, or for namespaces the spec finalizers the namespace controller removes.
+func blocksDeletion(r *catalog.Resource, obj *unstructured.Unstructured) bool {
+	if len(obj.GetFinalizers()) > 0 {
+		return true
+	}
+	if r.StorageGroupResource == namespacesResource {
+		fs, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
+		return len(fs) > 0
+	}
+	return false
+}
