@@ -1,26 +1,109 @@
+// Command lapis is a Kubernetes-compatible API server: `lapis serve` starts it, `lapis kubectl`
+// runs the bundled kubectl against it, `lapis version` prints its version.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/spf13/pflag"
 	"k8s.io/kubectl/pkg/cmd"
-	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
-	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	_ "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
-	_ "k8s.io/apimachinery/pkg/util/managedfields"
-	_ "k8s.io/client-go/applyconfigurations"
+
+	"github.com/lapis-dev/lapis/internal/server"
 )
 
 func main() {
-	_ = embed.NewConfig()
-	_ = clientv3.Config{}
-	if len(os.Args) > 1 && os.Args[1] == "kubectl" {
-		c := cmd.NewDefaultKubectlCommand()
-		c.SetArgs(os.Args[2:])
-		c.Execute()
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
 	}
-	fmt.Println("ok")
+	switch os.Args[1] {
+	case "serve":
+		if err := serve(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "lapis:", err)
+			os.Exit(1)
+		}
+	case "kubectl":
+		os.Exit(kubectl(os.Args[2:]))
+	case "version", "--version":
+		fmt.Printf("lapis %s (Kubernetes API %s.%s)\n", server.Version.GitVersion, server.Version.Major, server.Version.Minor)
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "lapis: unknown command %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage:
+  lapis serve [--data-dir DIR] [--listen HOST:PORT] [--etcd-servers URL,...] [--etcd-compaction-interval D]
+  lapis kubectl ARGS...   run the bundled kubectl (uses DIR/kubeconfig unless KUBECONFIG or --kubeconfig is set)
+  lapis version
+`)
+}
+
+func serve(args []string) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	cfg := server.Config{}
+	fs.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory for etcd data, TLS material, credentials and the admin kubeconfig")
+	fs.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT to serve on (port 0 picks a free port)")
+	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd cluster to use instead of the embedded one")
+	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "how long watch and continue history is kept")
+	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this URL (e.g. http://127.0.0.1:2379), for other lapis processes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	srv, err := server.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	shutdownCtx, done := context.WithTimeout(context.Background(), 60*time.Second)
+	defer done()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// kubectl runs the bundled kubectl, pointed at lapis's admin kubeconfig unless the caller chose
+// a kubeconfig.
+func kubectl(args []string) int {
+	if os.Getenv("KUBECONFIG") == "" && !hasKubeconfigFlag(args) {
+		dir := os.Getenv("LAPIS_DATA_DIR")
+		if dir == "" {
+			dir = server.DefaultDataDir
+		}
+		path, _ := filepath.Abs(server.KubeconfigPath(dir))
+		os.Setenv("KUBECONFIG", path)
+	}
+	c := cmd.NewDefaultKubectlCommand()
+	c.SetArgs(args)
+	if err := c.Execute(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func hasKubeconfigFlag(args []string) bool {
+	for _, a := range args {
+		if a == "--kubeconfig" || strings.HasPrefix(a, "--kubeconfig=") {
+			return true
+		}
+	}
+	return false
 }

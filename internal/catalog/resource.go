@@ -27,6 +27,10 @@ type Resource struct {
 	// StorageVersion is the version objects are stored at; empty means GroupVersion.
 	StorageVersion schema.GroupVersion
 
+	// ReturnDeletedObject makes DELETE answer with the deleted object rather than a Status
+	// (kube does so for namespaces and custom resources).
+	ReturnDeletedObject bool
+
 	// HasStatus and Scale describe the subresources the resource serves.
 	HasStatus bool
 	Scale     *ScaleSubresource

@@ -108,6 +108,7 @@ func build(revision uint64, all []*catalog.Resource) *documents {
 		}
 		apiGroup.PreferredVersion = apiGroup.Versions[0]
 		d.legacy["/apis/"+g.name] = encode(apiGroup)
+		apiGroup.TypeMeta = metav1.TypeMeta{} // list entries carry no type
 		groupList.Groups = append(groupList.Groups, apiGroup)
 		named = append(named, group)
 	}
@@ -191,6 +192,7 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	// Built-in resources leave group and version empty in responseKind (meaning "this group
 	// version"); the apiextensions controller fills them in for custom resources.
 	kind := &metav1.GroupVersionKind{Kind: r.Kind}
+	isNamespaces := r.CRD == nil && r.GroupVersion.Group == "" && r.Name == "namespaces"
 	verbs := builtinVerbs
 	if r.CRD != nil {
 		kind.Group, kind.Version = r.GroupVersion.Group, r.GroupVersion.Version
@@ -198,7 +200,7 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 		if crdTerminating(r.CRD) {
 			verbs = terminatingVerbs
 		}
-	} else if r.GroupVersion.Group == "" && r.Name == "namespaces" {
+	} else if isNamespaces {
 		verbs = namespaceVerbs
 	}
 
@@ -228,7 +230,7 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 		verbs []string
 	}
 	var subs []sub
-	if r.CRD == nil && r.GroupVersion.Group == "" && r.Name == "namespaces" {
+	if isNamespaces {
 		subs = append(subs, sub{"finalize", *kind, finalizeVerbs})
 	}
 	status := sub{"status", *kind, subresourceVerbs}

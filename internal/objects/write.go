@@ -28,7 +28,8 @@ type WriteOptions struct {
 	FieldValidation string
 	// DecodeIssues are problems found while decoding the request body (duplicate fields).
 	DecodeIssues []string
-	// Subresource is "status" for writes through the status subresource.
+	// Subresource is "status" for writes through the status subresource, "finalize" for a
+	// namespace's finalize subresource (the mutation alone decides what changes).
 	Subresource string
 }
 
@@ -57,14 +58,17 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			return Result{}, err
 		}
 	}
-	r.Behavior.Default(obj)
-	prepareCreateMeta(r, obj, s.now())
-	r.Behavior.PrepareForCreate(obj)
 	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
+	requested := obj
 	for attempt := 0; ; attempt++ {
+		// The name is chosen first: defaults may depend on it (a namespace's name label).
+		obj = requested.DeepCopy()
 		if generated {
 			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
 		}
+		r.Behavior.Default(obj)
+		prepareCreateMeta(r, obj, s.now())
+		r.Behavior.PrepareForCreate(obj)
 		if errs := validateCreate(r, obj); len(errs) > 0 {
 			return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), obj.GetName(), errs)
 		}
@@ -278,7 +282,7 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 		}
 		next.SetResourceVersion(obj.GetResourceVersion())
 		*obj = *next
-	} else {
+	} else if opts.Subresource == "" {
 		r.Behavior.PrepareForUpdate(obj, old)
 	}
 	r.Behavior.Default(obj)

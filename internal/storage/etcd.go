@@ -44,7 +44,6 @@ func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, 
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.MaxRequestBytes = 3 * 1024 * 1024
 	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
-	cfg.AutoCompactionMode = "" // lapis compacts by itself, see Compactor
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -24,6 +24,7 @@ func eventsV1Events() *catalog.Resource {
 		Namespaced:           true,
 		ShortNames:           []string{"ev"},
 		StorageGroupResource: eventsStorage,
+		StorageVersion:       coreV1,
 		// The strict events.k8s.io rules include a DNS subdomain name.
 		NameValidation: apivalidation.NameIsDNSSubdomain,
 		Conversion:     &catalog.Conversion{ToStorage: eventToStorage, FromStorage: eventFromStorage},

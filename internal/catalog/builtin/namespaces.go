@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,6 +23,7 @@ func namespaces() *catalog.Resource {
 		ShortNames:           []string{"ns"},
 		StorageGroupResource: schema.GroupResource{Resource: "namespaces"},
 		HasStatus:            true,
+		ReturnDeletedObject:  true,
 		NameValidation:       apivalidation.NameIsDNSLabel,
 		Behavior: catalog.Typed[corev1.Namespace, *corev1.Namespace]{
 			OnCreate: func(ns *corev1.Namespace) {

@@ -1,0 +1,107 @@
+package builtin
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+)
+
+func customResourceDefinitions() *catalog.Resource {
+	return &catalog.Resource{
+		GroupVersion:         apiextensionsv1.SchemeGroupVersion,
+		Name:                 "customresourcedefinitions",
+		Kind:                 "CustomResourceDefinition",
+		ListKind:             "CustomResourceDefinitionList",
+		Singular:             "customresourcedefinition",
+		ShortNames:           []string{"crd", "crds"},
+		Categories:           []string{"api-extensions"},
+		StorageGroupResource: schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
+		HasStatus:            true,
+		SpecTracksGeneration: true,
+		// The name must also be <plural>.<group>; validateCRD reports that.
+		NameValidation: apivalidation.NameIsDNSSubdomain,
+		Behavior: catalog.Typed[apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition]{
+			OnCreate: func(crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+				crd.Generation = 1
+				addStorageVersion(crd)
+			},
+			OnUpdate: func(crd, old *apiextensionsv1.CustomResourceDefinition) {
+				// Status changes through /status only. The generation bump on spec changes is
+				// the pipeline's, as SpecTracksGeneration is set.
+				crd.Status = old.Status
+				addStorageVersion(crd)
+			},
+			Defaults:   apiextensionsv1.SetObjectDefaults_CustomResourceDefinition,
+			Validation: validateCRD,
+		},
+	}
+}
+
+// addStorageVersion records the current storage version in status.storedVersions.
+func addStorageVersion(crd *apiextensionsv1.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			if !slices.Contains(crd.Status.StoredVersions, v.Name) {
+				crd.Status.StoredVersions = append(crd.Status.StoredVersions, v.Name)
+			}
+			return
+		}
+	}
+}
+
+// crdScheme converts CRDs to the internal version the upstream validation is written against.
+var crdScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// crdNameMsg is the one metadata rule upstream CRD validation adds to the generic ones.
+const crdNameMsg = `must be spec.names.plural+"."+spec.group`
+
+func validateCRD(obj, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
+	crd, err := toInternalCRD(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	ctx := context.Background()
+	var errs field.ErrorList
+	if old == nil {
+		errs = crdvalidation.ValidateCustomResourceDefinition(ctx, crd)
+	} else {
+		oldCRD, err := toInternalCRD(old)
+		if err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		errs = crdvalidation.ValidateCustomResourceDefinitionUpdate(ctx, crd, oldCRD)
+	}
+	// Upstream validation includes object metadata, which the pipeline validates already.
+	var out field.ErrorList
+	for _, e := range errs {
+		if strings.HasPrefix(e.Field, "metadata") && e.Detail != crdNameMsg {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func toInternalCRD(in *apiextensionsv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
+	out := &apiextensions.CustomResourceDefinition{}
+	if err := crdScheme.Convert(in.DeepCopy(), out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package crd
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// customBehavior is the catalog.Behavior of one served version of a custom resource.
+type customBehavior struct {
+	structural *structuralschema.Structural // nil: no schema, anything goes
+	validator  apiservervalidation.SchemaValidator
+	hasStatus  bool
+	selectable []selectableField
+}
+
+type selectableField struct {
+	name string // ".spec.color" → "spec.color"
+	path *jsonpath.JSONPath
+}
+
+func newCustomBehavior(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*customBehavior, error) {
+	b := &customBehavior{hasStatus: v.Subresources != nil && v.Subresources.Status != nil}
+	schema := v.Schema
+	if schema == nil || schema.OpenAPIV3Schema == nil {
+		return b, nil
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(schema.OpenAPIV3Schema, internal, nil); err != nil {
+		return nil, fmt.Errorf("converting schema: %w", err)
+	}
+	s, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, fmt.Errorf("schema is not structural: %w", err)
+	}
+	b.structural = s
+	if b.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
+		return nil, fmt.Errorf("building validator: %w", err)
+	}
+	for _, sf := range v.SelectableFields {
+		jp := jsonpath.New(sf.JSONPath).AllowMissingKeys(true)
+		if err := jp.Parse("{" + sf.JSONPath + "}"); err != nil {
+			continue
+		}
+		b.selectable = append(b.selectable, selectableField{name: sf.JSONPath[1:], path: jp})
+	}
+	return b, nil
+}
+
+// Normalize prunes fields the schema does not declare and reports them as kube-apiserver does.
+func (b *customBehavior) Normalize(obj *unstructured.Unstructured) ([]string, error) {
+	if b.structural == nil {
+		return nil, nil
+	}
+	var unknown []string
+	if errs, dropped := schemaobjectmeta.CoerceWithOptions(nil, obj.Object, b.structural, true, schemaobjectmeta.CoerceOptions{
+		ReturnUnknownFieldPaths: true,
+	}); errs != nil {
+		return nil, fmt.Errorf("%s", errs.Error())
+	} else {
+		unknown = append(unknown, dropped...)
+	}
+	paths := pruning.PruneWithOptions(obj.Object, b.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	out := make([]string, 0, len(unknown)+len(paths))
+	for _, p := range append(unknown, paths...) {
+		out = append(out, fmt.Sprintf("unknown field %q", p))
+	}
+	return out, nil
+}
+
+// PrepareForCreate drops status when the status subresource owns it.
+func (b *customBehavior) PrepareForCreate(obj *unstructured.Unstructured) {
+	if b.hasStatus {
+		delete(obj.Object, "status")
+	}
+}
+
+// PrepareForUpdate keeps the stored status when the status subresource owns it.
+func (b *customBehavior) PrepareForUpdate(obj, old *unstructured.Unstructured) {
+	if !b.hasStatus {
+		return
+	}
+	delete(obj.Object, "status")
+	if st, ok := old.Object["status"]; ok {
+		obj.Object["status"] = st
+	}
+}
+
+// Default applies the schema's defaults.
+func (b *customBehavior) Default(obj *unstructured.Unstructured) {
+	if b.structural != nil {
+		structuraldefaulting.Default(obj.Object, b.structural)
+	}
+}
+
+// DefaultsOnRead: objects are defaulted when read, so a stored object may change on reading.
+func (b *customBehavior) DefaultsOnRead() bool { return b.structural != nil }
+
+// Validate checks the object against the schema, list-type rules and embedded metadata.
+func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.ErrorList {
+	if b.structural == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if old == nil {
+		errs = apiservervalidation.ValidateCustomResource(nil, obj.UnstructuredContent(), b.validator)
+	} else {
+		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj.UnstructuredContent(), old.UnstructuredContent(), b.validator)
+	}
+	errs = append(errs, schemaobjectmeta.Validate(context.TODO(), nil, obj.Object, b.structural, true)...)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, b.structural, obj.Object)...)
+	return errs
+}
+
+// SelectableFields returns the CRD's selectableFields values.
+func (b *customBehavior) SelectableFields(obj *unstructured.Unstructured) fields.Set {
+	if len(b.selectable) == 0 {
+		return nil
+	}
+	set := fields.Set{}
+	for _, sf := range b.selectable {
+		set[sf.name] = ""
+		results, err := sf.path.FindResults(obj.Object)
+		if err != nil || len(results) == 0 || len(results[0]) == 0 {
+			continue
+		}
+		set[sf.name] = fmt.Sprint(results[0][0].Interface())
+	}
+	return set
+}

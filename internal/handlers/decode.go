@@ -1,0 +1,157 @@
+package handlers
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// maxBodyBytes is kube-apiserver's limit on request bodies (3 MiB).
+const maxBodyBytes = 3 * 1024 * 1024
+
+// readBody reads a request body, refusing bodies over the limit with 413.
+func readBody(req *http.Request) ([]byte, error) {
+	if req.ContentLength > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(req.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return data, nil
+}
+
+// toJSON converts a body in the given media type to JSON.
+func toJSON(mediaType string, data []byte) ([]byte, error) {
+	switch mediaType {
+	case "", "application/json":
+		return data, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		out, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error converting YAML to JSON: %v", err))
+		}
+		return out, nil
+	}
+	return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"),
+	}}
+}
+
+// decodeObject parses a JSON object body. Duplicate fields are returned as issues for
+// fieldValidation; anything that is not a JSON object is a 400.
+func decodeObject(data []byte) (*unstructured.Unstructured, []string, error) {
+	var content map[string]any
+	strictErrs, err := kjson.UnmarshalStrict(data, &content, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v", err))
+	}
+	if content == nil {
+		return nil, nil, apierrors.NewBadRequest("the request body must be a JSON object")
+	}
+	var issues []string
+	for _, e := range strictErrs {
+		issues = append(issues, e.Error())
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	if _, ok := content["metadata"]; ok {
+		if _, isMap := content["metadata"].(map[string]any); !isMap {
+			return nil, nil, apierrors.NewBadRequest("metadata must be an object")
+		}
+	}
+	return obj, issues, nil
+}
+
+// readObject reads and decodes an object request body (JSON, YAML, or Protobuf for built-in
+// types).
+func (h *Handler) readObject(req *http.Request) (*unstructured.Unstructured, []string, error) {
+	data, err := readBody(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if contentType(req) == protobufMediaType {
+		return h.decodeProtobuf(data)
+	}
+	data, err = toJSON(contentType(req), data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeObject(data)
+}
+
+var optionsGroupKind = func(kind string) schema.GroupKind { return schema.GroupKind{Group: metav1.GroupName, Kind: kind} }
+
+func createOptions(req *http.Request) (metav1.CreateOptions, error) {
+	var o metav1.CreateOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &o); err != nil {
+		return o, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateCreateOptions(&o); len(errs) > 0 {
+		return o, apierrors.NewInvalid(optionsGroupKind("CreateOptions"), "", errs)
+	}
+	return o, nil
+}
+
+func updateOptions(req *http.Request) (metav1.UpdateOptions, error) {
+	var o metav1.UpdateOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &o); err != nil {
+		return o, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidateUpdateOptions(&o); len(errs) > 0 {
+		return o, apierrors.NewInvalid(optionsGroupKind("UpdateOptions"), "", errs)
+	}
+	return o, nil
+}
+
+func patchOptions(req *http.Request, patchType string) (metav1.PatchOptions, error) {
+	var o metav1.PatchOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &o); err != nil {
+		return o, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidatePatchOptions(&o, patchTypeOf(patchType)); len(errs) > 0 {
+		return o, apierrors.NewInvalid(optionsGroupKind("PatchOptions"), "", errs)
+	}
+	return o, nil
+}
+
+// deleteOptions reads DeleteOptions from the query and, when present, the body (kubectl sends
+// them as a body).
+func deleteOptions(req *http.Request) (metav1.DeleteOptions, error) {
+	var o metav1.DeleteOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &o); err != nil {
+		return o, apierrors.NewBadRequest(err.Error())
+	}
+	data, err := readBody(req)
+	if err != nil {
+		return o, err
+	}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		data, err = toJSON(contentType(req), data)
+		if err != nil {
+			return o, err
+		}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &o); err != nil {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("invalid delete options: %v", err))
+		}
+	}
+	if errs := metav1validation.ValidateDeleteOptions(&o); len(errs) > 0 {
+		return o, apierrors.NewInvalid(optionsGroupKind("DeleteOptions"), "", errs)
+	}
+	return o, nil
+}
+
+func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }

@@ -1,0 +1,101 @@
+package handlers
+
+import (
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/routing"
+)
+
+// Handler serves the verbs of every catalogued resource.
+type Handler struct {
+	objects *objects.Service
+	// typed knows the Go types of built-in kinds, which strategic merge patch needs.
+	typed    *runtime.Scheme
+	protobuf runtime.Serializer
+}
+
+// New returns a Handler over svc.
+func New(svc *objects.Service) *Handler {
+	typed := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(typed)
+	_ = apiextensionsv1.AddToScheme(typed)
+	return &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed)}
+}
+
+// Serve answers a resource request described by info.
+func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.RequestInfo) {
+	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+	r, ok := h.objects.Catalog().Lookup(gvr)
+	if !ok {
+		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource}, ""))
+		return
+	}
+	if !subresourceServed(r, info.Subresource) {
+		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource + "/" + info.Subresource}, info.Name))
+		return
+	}
+	if !r.Namespaced {
+		info.Namespace = ""
+	} else if info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
+		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Name))
+		return
+	}
+	rq := &request{w: w, req: req, info: info, resource: r}
+	switch info.Verb {
+	case "get":
+		h.get(rq)
+	case "list":
+		h.list(rq)
+	case "watch":
+		h.watch(rq)
+	case "create":
+		if info.Name != "" {
+			writeError(w, req, apierrors.NewMethodNotSupported(qualified(r), "create"))
+			return
+		}
+		h.create(rq)
+	case "update":
+		h.update(rq)
+	case "patch":
+		h.patch(rq)
+	case "delete":
+		h.delete(rq)
+	case "deletecollection":
+		h.deleteCollection(rq)
+	default:
+		writeError(w, req, apierrors.NewMethodNotSupported(qualified(r), info.Verb))
+	}
+}
+
+func subresourceServed(r *catalog.Resource, sub string) bool {
+	switch sub {
+	case "":
+		return true
+	case "status":
+		return r.HasStatus
+	case "finalize":
+		return r.StorageGroupResource == schema.GroupResource{Resource: "namespaces"}
+	}
+	return false
+}
+
+func qualified(r *catalog.Resource) schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Name}
+}
+
+// request bundles what every verb handler needs.
+type request struct {
+	w        http.ResponseWriter
+	req      *http.Request
+	info     routing.RequestInfo
+	resource *catalog.Resource
+}

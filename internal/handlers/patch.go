@@ -1,0 +1,155 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/lapis-dev/lapis/internal/objects"
+)
+
+func patchTypeOf(contentType string) types.PatchType { return types.PatchType(contentType) }
+
+func metav1ListMeta() metav1.ListMeta { return metav1.ListMeta{} }
+
+func (h *Handler) patch(rq *request) {
+	if err := checkAcceptable(rq.req); err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	pt := patchTypeOf(contentType(rq.req))
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType:
+	case types.StrategicMergePatchType:
+		if _, err := h.typed.New(rq.resource.GroupVersionKind()); err != nil {
+			writeError(rq.w, rq.req, unsupportedPatch(pt, false))
+			return
+		}
+	default:
+		_, isBuiltin := h.typed.New(rq.resource.GroupVersionKind())
+		writeError(rq.w, rq.req, unsupportedPatch(pt, isBuiltin == nil))
+		return
+	}
+	opts, err := patchOptions(rq.req, string(pt))
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	patch, err := readBody(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	if !json.Valid(patch) {
+		writeError(rq.w, rq.req, apierrors.NewBadRequest("error decoding patch: invalid JSON"))
+		return
+	}
+	// A patch that names a resourceVersion makes it a precondition; otherwise the patch is
+	// re-applied to the newest object if someone else wrote in between.
+	pinned := patchSetsResourceVersion(pt, patch)
+	mutate := func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		currentJSON, err := current.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		patchedJSON, err := h.applyPatch(rq, pt, currentJSON, patch)
+		if err != nil {
+			return nil, err
+		}
+		obj, issues, err := decodeObject(patchedJSON)
+		if err != nil {
+			return nil, err
+		}
+		_ = issues
+		if !pinned {
+			obj.SetResourceVersion("")
+		}
+		return obj, nil
+	}
+	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation}
+	if rq.info.Subresource == "status" {
+		wo.Subresource = "status"
+	}
+	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	writeWarnings(rq.w, res.Warnings)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	writeObject(rq.w, rq.req, http.StatusOK, res.Object)
+}
+
+func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []byte) ([]byte, error) {
+	var out []byte
+	var err error
+	switch pt {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		out, err = p.Apply(current)
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(current, patch)
+	case types.StrategicMergePatchType:
+		typed, terr := h.typed.New(rq.resource.GroupVersionKind())
+		if terr != nil {
+			return nil, unsupportedPatch(pt, false)
+		}
+		var patchMap map[string]any
+		if err := json.Unmarshal(patch, &patchMap); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+		out, err = strategicpatch.StrategicMergePatch(current, patch, typed)
+	}
+	if err != nil {
+		// kube-apiserver reports a patch that cannot be applied as an invalid request.
+		return nil, apierrors.NewInvalid(rq.resource.GroupVersionKind().GroupKind(), rq.info.Name,
+			field.ErrorList{field.Invalid(field.NewPath("patch"), string(patch), err.Error())})
+	}
+	return out, nil
+}
+
+func unsupportedPatch(pt types.PatchType, builtin bool) error {
+	accepted := "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+	if builtin {
+		accepted = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", accepted),
+	}}
+}
+
+func patchSetsResourceVersion(pt types.PatchType, patch []byte) bool {
+	switch pt {
+	case types.JSONPatchType:
+		var ops []struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		}
+		_ = json.Unmarshal(patch, &ops)
+		for _, op := range ops {
+			if op.Path == "/metadata/resourceVersion" && (op.Op == "add" || op.Op == "replace") {
+				return true
+			}
+		}
+		return false
+	default:
+		var p struct {
+			Metadata struct {
+				ResourceVersion *string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(patch, &p)
+		return p.Metadata.ResourceVersion != nil && *p.Metadata.ResourceVersion != ""
+	}
+}

@@ -1,0 +1,157 @@
+package handlers
+
+import (
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/lapis-dev/lapis/internal/objects"
+)
+
+func (h *Handler) create(rq *request) {
+	if err := checkAcceptable(rq.req); err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	opts, err := createOptions(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	obj, issues, err := h.readObject(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	res, err := h.objects.Create(rq.req.Context(), rq.resource, rq.info.Namespace, obj, objects.WriteOptions{
+		DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
+	})
+	writeWarnings(rq.w, res.Warnings)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	writeObject(rq.w, rq.req, http.StatusCreated, res.Object)
+}
+
+func (h *Handler) update(rq *request) {
+	if err := checkAcceptable(rq.req); err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	opts, err := updateOptions(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	obj, issues, err := h.readObject(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) { return obj.DeepCopy(), nil }
+	if rq.info.Subresource == "finalize" {
+		mutate = finalizeNamespace(obj)
+	}
+	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues}
+	wo.Subresource = rq.info.Subresource
+	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	writeWarnings(rq.w, res.Warnings)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	writeObject(rq.w, rq.req, http.StatusOK, res.Object)
+}
+
+// finalizeNamespace is the namespaces/finalize subresource: only spec.finalizers changes.
+func finalizeNamespace(body *unstructured.Unstructured) objects.Mutation {
+	return func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		fs, found, err := unstructured.NestedStringSlice(body.Object, "spec", "finalizers")
+		if err != nil {
+			return nil, apierrors.NewBadRequest("spec.finalizers must be a list of strings")
+		}
+		if found {
+			_ = unstructured.SetNestedStringSlice(current.Object, fs, "spec", "finalizers")
+		} else {
+			unstructured.RemoveNestedField(current.Object, "spec", "finalizers")
+		}
+		current.SetResourceVersion(body.GetResourceVersion())
+		return current, nil
+	}
+}
+
+func (h *Handler) delete(rq *request) {
+	if err := checkAcceptable(rq.req); err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	opts, err := deleteOptions(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
+		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions,
+	})
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	code := http.StatusOK
+	if !res.Deleted {
+		// Finalizers hold the object: kube answers 202 with the object as it now is.
+		writeObject(rq.w, rq.req, http.StatusAccepted, res.Object)
+		return
+	}
+	if rq.resource.ReturnDeletedObject {
+		writeObject(rq.w, rq.req, code, res.Object)
+		return
+	}
+	writeBody(rq.w, rq.req, code, successStatus(rq, res.Object))
+}
+
+func successStatus(rq *request, obj *unstructured.Unstructured) []byte {
+	details := map[string]any{"name": obj.GetName(), "kind": rq.resource.Name, "uid": string(obj.GetUID())}
+	if g := rq.resource.GroupVersion.Group; g != "" {
+		details["group"] = g
+	}
+	body, _ := (&unstructured.Unstructured{Object: map[string]any{
+		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Success", "details": details,
+	}}).MarshalJSON()
+	return body
+}
+
+func (h *Handler) deleteCollection(rq *request) {
+	if err := checkAcceptable(rq.req); err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	listOpts, err := listOptions(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	opts, err := deleteOptions(rq.req)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	deleted, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
+		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions})
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	items := make([][]byte, 0, len(deleted))
+	for _, obj := range deleted {
+		raw, err := obj.MarshalJSON()
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		items = append(items, raw)
+	}
+	writeBody(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, metav1ListMeta(), items))
+}

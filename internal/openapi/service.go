@@ -1,0 +1,261 @@
+package openapi
+
+import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	openapi_v3 "github.com/google/gnostic-models/openapiv3"
+	"github.com/munnerz/goautoneg"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+)
+
+// Media types kube-apiserver serves OpenAPI in. Clients ask for protobuf with the "@" form
+// (client-go's discovery client does for v2); the "." form is what the response says.
+const (
+	v2ProtoAccept = "com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	v2Proto       = "com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	v3ProtoAccept = "com.github.proto-openapi.spec.v3@v1.0+protobuf"
+	v3Proto       = "com.github.proto-openapi.spec.v3.v1.0+protobuf"
+)
+
+// Service serves the OpenAPI v2 and v3 documents of what the catalogue serves. Documents are
+// built when first asked for after the catalogue changes, and v3 group-version documents whose
+// resources did not change are carried over.
+type Service struct {
+	cat *catalog.Catalog
+
+	mu   sync.Mutex
+	snap *snapshot
+}
+
+// NewService serves OpenAPI documents for whatever the catalogue serves.
+func NewService(cat *catalog.Catalog) *Service {
+	return &Service{cat: cat}
+}
+
+// snapshot holds the documents of one catalogue revision.
+type snapshot struct {
+	revision uint64
+	v2       *document
+	v3       map[string]*document // by gvPath
+	root     *document            // the v3 discovery document
+}
+
+// current returns the snapshot for the catalogue's current revision, setting one up (without
+// building any document yet) if the catalogue changed.
+func (s *Service) current() *snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rev := s.cat.Revision()
+	if s.snap != nil && s.snap.revision == rev {
+		return s.snap
+	}
+	all := s.cat.All()
+	byGV := map[string][]*catalog.Resource{}
+	for _, r := range all {
+		byGV[gvPath(r.GroupVersion)] = append(byGV[gvPath(r.GroupVersion)], r)
+	}
+	old := s.snap
+	if old == nil {
+		old = &snapshot{}
+	}
+	next := &snapshot{revision: rev, v3: make(map[string]*document, len(byGV))}
+	if old.v2 != nil && slices.Equal(old.v2.resources, all) {
+		next.v2 = old.v2
+	} else {
+		next.v2 = newDocument(all, func(rs []*catalog.Resource) any { return buildV2(rs) }, v2ToProto)
+	}
+	for gv, rs := range byGV {
+		if d := old.v3[gv]; d != nil && slices.Equal(d.resources, rs) {
+			next.v3[gv] = d
+		} else {
+			next.v3[gv] = newDocument(rs, func(rs []*catalog.Resource) any { return buildV3(rs) }, v3ToProto)
+		}
+	}
+	next.root = newDocument(nil, func([]*catalog.Resource) any { return next.discovery() }, nil)
+	s.snap = next
+	return next
+}
+
+// discoveryDoc is the OpenAPI v3 discovery document at /openapi/v3.
+type discoveryDoc struct {
+	Paths map[string]discoveryEntry `json:"paths"`
+}
+
+type discoveryEntry struct {
+	ServerRelativeURL string `json:"serverRelativeURL"`
+}
+
+func (sn *snapshot) discovery() any {
+	out := discoveryDoc{Paths: make(map[string]discoveryEntry, len(sn.v3))}
+	for gv, d := range sn.v3 {
+		ed := d.get()
+		if ed.err != nil {
+			return ed.err
+		}
+		out.Paths[gv] = discoveryEntry{ServerRelativeURL: serverRelativeURL(gv, ed.etag)}
+	}
+	return out
+}
+
+func serverRelativeURL(gv, hash string) string {
+	return (&url.URL{Path: "/openapi/v3/" + gv, RawQuery: url.Values{"hash": {hash}}.Encode()}).String()
+}
+
+// document is one OpenAPI document, built and encoded once, on first use.
+type document struct {
+	resources []*catalog.Resource // what it was built from, to tell whether it can be carried over
+	build     func([]*catalog.Resource) any
+	toProto   func([]byte) ([]byte, error)
+
+	once    sync.Once
+	encoded encoded
+
+	protoOnce sync.Once
+	proto     []byte
+	protoErr  error
+}
+
+type encoded struct {
+	json     []byte
+	etag     string
+	modified time.Time
+	err      error
+}
+
+func newDocument(rs []*catalog.Resource, build func([]*catalog.Resource) any, toProto func([]byte) ([]byte, error)) *document {
+	return &document{resources: rs, build: build, toProto: toProto}
+}
+
+func (d *document) get() encoded {
+	d.once.Do(func() {
+		v := d.build(d.resources)
+		if err, ok := v.(error); ok {
+			d.encoded.err = err
+			return
+		}
+		d.encoded.json, d.encoded.err = json.Marshal(v)
+		d.encoded.etag = fmt.Sprintf("%X", sha512.Sum512(d.encoded.json))
+		d.encoded.modified = time.Now()
+	})
+	return d.encoded
+}
+
+func (d *document) getProto() ([]byte, error) {
+	d.protoOnce.Do(func() {
+		e := d.get()
+		if e.err != nil {
+			d.protoErr = e.err
+			return
+		}
+		d.proto, d.protoErr = d.toProto(e.json)
+	})
+	return d.proto, d.protoErr
+}
+
+func v2ToProto(j []byte) ([]byte, error) {
+	doc, err := openapi_v2.ParseDocument(j)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(doc)
+}
+
+func v3ToProto(j []byte) ([]byte, error) {
+	doc, err := openapi_v3.ParseDocument(j)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(doc)
+}
+
+// ServeHTTP serves /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/GROUP/VERSION}.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	switch p := strings.TrimSuffix(r.URL.Path, "/"); {
+	case p == "/openapi/v2":
+		serve(w, r, s.current().v2, v2ProtoAccept, v2Proto)
+	case p == "/openapi/v3":
+		serveJSON(w, r, s.current().root.get())
+	case strings.HasPrefix(p, "/openapi/v3/"):
+		gv := strings.TrimPrefix(p, "/openapi/v3/")
+		d := s.current().v3[gv]
+		if d == nil {
+			http.NotFound(w, r)
+			return
+		}
+		e := d.get()
+		if e.err == nil {
+			if hash := r.URL.Query().Get("hash"); hash != "" {
+				if hash != e.etag {
+					// An old hash: send the client to the current document, as kube does.
+					http.Redirect(w, r, serverRelativeURL(gv, e.etag), http.StatusMovedPermanently)
+					return
+				}
+				// The URL names this exact content, so it can be cached for good.
+				w.Header().Set("Cache-Control", "public, immutable")
+				w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
+			}
+		}
+		serve(w, r, d, v3ProtoAccept, v3Proto)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// serve writes d as JSON or protobuf, whichever the Accept header prefers.
+func serve(w http.ResponseWriter, r *http.Request, d *document, protoAccept, protoType string) {
+	w.Header().Add("Vary", "Accept")
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		accept = "*/*"
+	}
+	for _, c := range goautoneg.ParseAccept(accept) {
+		if c.Type != "application" && c.Type != "*" {
+			continue
+		}
+		switch c.SubType {
+		case "json", "*":
+			serveJSON(w, r, d.get())
+			return
+		case protoAccept, protoType:
+			e := d.get()
+			body, err := d.getProto()
+			if err != nil {
+				http.Error(w, "building OpenAPI document: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/"+protoType)
+			w.Header().Set("Etag", strconv.Quote(e.etag))
+			http.ServeContent(w, r, "", e.modified, bytes.NewReader(body))
+			return
+		}
+	}
+	http.Error(w, "OpenAPI is served as application/json or application/"+protoType, http.StatusNotAcceptable)
+}
+
+func serveJSON(w http.ResponseWriter, r *http.Request, e encoded) {
+	if e.err != nil {
+		http.Error(w, "building OpenAPI document: "+e.err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Etag", strconv.Quote(e.etag))
+	http.ServeContent(w, r, "", e.modified, bytes.NewReader(e.json))
+}

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"net"
+	"path/filepath"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/lapis-dev/lapis/internal/auth"
+)
+
+// KubeconfigPath is where the admin kubeconfig is written under the data directory.
+func KubeconfigPath(dataDir string) string { return filepath.Join(dataDir, "kubeconfig") }
+
+// writeKubeconfig writes an admin kubeconfig for addr, atomically.
+func writeKubeconfig(path string, addr net.Addr, creds *auth.Credentials) error {
+	host, port, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["lapis"] = &clientcmdapi.Cluster{
+		Server:                   "https://" + net.JoinHostPort(host, port),
+		CertificateAuthorityData: creds.CAPEM,
+	}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: creds.AdminToken}
+	cfg.Contexts["lapis"] = &clientcmdapi.Context{Cluster: "lapis", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "lapis"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	return auth.WriteFileAtomic(path, data, 0o600)
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/crd"
+	"github.com/lapis-dev/lapis/internal/namespace"
+	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/storage"
+)
+
+// Server is a running lapis.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	backend  *storage.Backend
+	objects  *objects.Service
+	http     *http.Server
+	listener net.Listener
+	ready    atomic.Bool
+	stop     context.CancelFunc // ends controllers and open watches
+	done     chan struct{}
+}
+
+// Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
+// once requests can be served. It returns when lapis is ready.
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", cfg.Listen, err)
+	}
+	creds, err := auth.LoadOrCreate(cfg.DataDir, host)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	var backend *storage.Backend
+	if len(cfg.EtcdServers) > 0 {
+		backend, err = storage.OpenExternal(ctx, cfg.EtcdServers)
+	} else {
+		backend, err = storage.OpenEmbedded(ctx, cfg.DataDir, cfg.EmbeddedEtcdClientURL)
+	}
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, log: log, backend: backend, stop: stop, done: make(chan struct{})}
+	fail := func(err error) (*Server, error) {
+		stop()
+		backend.Close()
+		return nil, err
+	}
+
+	store := storage.NewStore(backend.Client)
+	cat := catalog.New()
+	cat.AddBuiltin(builtin.Resources()...)
+	s.objects = objects.NewService(store, cat)
+
+	if err := ensureSystemNamespaces(ctx, s.objects); err != nil {
+		return fail(err)
+	}
+	crds := crd.NewController(s.objects, log)
+	if err := crds.Start(runCtx); err != nil {
+		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
+	}
+	go namespace.NewController(s.objects, log).Run(runCtx)
+	go store.RunCompactor(runCtx, cfg.EtcdCompactionInterval, log)
+
+	s.listener, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
+	}
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(creds.CA)
+	s.http = &http.Server{
+		Handler: s.chain(creds, cat),
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{creds.Serving},
+			ClientCAs:    clientCAs,
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return runCtx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.http.ServeTLS(s.listener, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serving stopped", "err", err)
+		}
+	}()
+	s.ready.Store(true)
+	if err := writeKubeconfig(KubeconfigPath(cfg.DataDir), s.listener.Addr(), creds); err != nil {
+		s.Shutdown(context.Background())
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	log.Info("lapis is serving", "address", "https://"+s.listener.Addr().String(), "kubeconfig", KubeconfigPath(cfg.DataDir))
+	return s, nil
+}
+
+// Addr is the address lapis listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Shutdown stops accepting requests, lets in-flight requests finish, closes watches, stops the
+// controllers and storage.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.ready.Store(false)
+	shutdownErr := make(chan error, 1)
+	go func() { shutdownErr <- s.http.Shutdown(ctx) }()
+	// Watches never become idle: end them so Shutdown can finish. Other in-flight requests
+	// complete first because Shutdown waits for them before returning.
+	time.Sleep(100 * time.Millisecond)
+	s.stop()
+	err := <-shutdownErr
+	<-s.done
+	if cerr := s.backend.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ensureSystemNamespaces creates the namespaces every cluster has.
+func ensureSystemNamespaces(ctx context.Context, svc *objects.Service) error {
+	r, _ := svc.Catalog().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		ns := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+		}}
+		if _, err := svc.Create(ctx, r, "", ns, objects.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
