@@ -47,7 +47,9 @@ func userFromCert(c *x509.Certificate) User {
 type userKey struct{}
 
 // WithUser records the request's user in ctx.
-func WithUser(ctx context.Context, u User) context.Context { return context.WithValue(ctx, userKey{}, u) }
+func WithUser(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
 
 // UserFrom returns the user recorded in ctx.
 func UserFrom(ctx context.Context) (User, bool) {

@@ -217,13 +217,14 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		if err != nil {
 			return Result{}, err
 		}
-		res, err := s.prepareUpdate(r, namespace, name, obj, old, opts)
-		if err != nil {
-			return Result{}, err
-		}
 		precondition := obj.GetResourceVersion() != ""
 		if precondition && obj.GetResourceVersion() != old.GetResourceVersion() {
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
+		}
+		obj.SetResourceVersion(old.GetResourceVersion()) // an unconditional update applies to what it read
+		res, err := s.prepareUpdate(r, namespace, name, obj, old, opts)
+		if err != nil {
+			return Result{}, err
 		}
 		value, err := s.toStorage(r, obj)
 		if err != nil {

@@ -20,28 +20,31 @@ var (
 	listMetaDescription   = metav1.PartialObjectMetadataList{}.SwaggerDoc()["metadata"]
 )
 
-// customDefinitions builds the kind and list definitions of a resource from its CRD version's
-// schema, as apiextensions-apiserver does: the structural schema plus apiVersion, kind and
-// metadata. It also serves built-in resources openapi-gen has no definition for (they get the
-// schema of a CRD without one: any object).
-func customDefinitions(r *catalog.Resource, kindModel string, f flavour) (kind, list definition) {
-	kind = definition{schema: *f.finish(kindSchema(r, f)), deps: []string{objectMetaModel, typeMetaModel}}
+// customKind builds the definition of a resource's kind from its CRD version's schema, as
+// apiextensions-apiserver does: the structural schema plus apiVersion, kind and metadata. It also
+// serves built-in resources openapi-gen has no definition for: they get the schema of a CRD
+// without one (any object).
+func customKind(r *catalog.Resource, f flavour) definition {
+	d := definition{schema: *f.finish(kindSchema(r, f)), deps: []string{objectMetaModel, typeMetaModel}}
 	if r.CRD != nil {
 		if fields := selectableFields(r.CRDVersion); fields != nil {
-			kind.schema.AddExtension("x-kubernetes-selectable-fields", fields)
+			d.schema.AddExtension("x-kubernetes-selectable-fields", fields)
 		}
 	}
+	return d
+}
 
-	ls := (&spec.Schema{}).
+// customList builds the definition of a resource's list kind, whose items are kindModel.
+func customList(r *catalog.Resource, kindModel string, f flavour) definition {
+	s := (&spec.Schema{}).
 		Typed("object", "").
 		WithDescription(fmt.Sprintf("%s is a list of %s", listKind(r), r.Kind)).
 		WithRequired("items").
 		SetProperty("items", *spec.ArrayProperty(f.refSchema(kindModel)).WithDescription(
 			fmt.Sprintf("List of %s. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", r.Name))).
 		SetProperty("metadata", *f.refSchema(listMetaModel).WithDescription(listMetaDescription))
-	addTypeMeta(ls, f)
-	list = definition{schema: *f.finish(ls), deps: []string{listMetaModel, typeMetaModel, kindModel}}
-	return kind, list
+	addTypeMeta(s, f)
+	return definition{schema: *f.finish(s), deps: []string{listMetaModel, typeMetaModel, kindModel}}
 }
 
 func kindSchema(r *catalog.Resource, f flavour) *spec.Schema {

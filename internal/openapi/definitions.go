@@ -96,11 +96,10 @@ func loadBuiltin(f flavour) map[string]definition {
 	return out
 }
 
-// builtinModels returns the model names of a built-in resource's kind and list kind, or false
-// if openapi-gen has not generated them. Types of k8s.io/api live in io.k8s.api.<package>, the
-// package being the group's first label ("core" for the legacy group).
-func builtinModels(r *catalog.Resource) (kind, list string, ok bool) {
-	gv := r.GroupVersion
+// builtinModel returns the model name of a built-in kind, or "" if openapi-gen has not generated
+// it. Types of k8s.io/api live in io.k8s.api.<package>, the package being the group's first label
+// ("core" for the legacy group).
+func builtinModel(gv schema.GroupVersion, kind string) string {
 	var pkg string
 	switch {
 	case gv.Group == "":
@@ -110,12 +109,11 @@ func builtinModels(r *catalog.Resource) (kind, list string, ok bool) {
 	default:
 		pkg = "io.k8s.api." + strings.SplitN(gv.Group, ".", 2)[0]
 	}
-	prefix := pkg + "." + gv.Version + "."
-	kind, list = prefix+r.Kind, prefix+listKind(r)
-	defs := builtin(v3)
-	_, hasKind := defs[kind]
-	_, hasList := defs[list]
-	return kind, list, hasKind && hasList
+	model := pkg + "." + gv.Version + "." + kind
+	if _, ok := builtin(v3)[model]; !ok {
+		return ""
+	}
+	return model
 }
 
 // customModel names a model the way apiextensions-apiserver names custom resources: the

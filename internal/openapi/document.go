@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -26,10 +27,17 @@ func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schem
 	}
 	var routes []route
 	for _, r := range rs {
-		kindModel, listModel, ok := builtinModels(r)
-		if r.CRD != nil || !ok {
-			kindModel, listModel = customModel(r.GroupVersion, r.Kind), customModel(r.GroupVersion, listKind(r))
-			custom[kindModel], custom[listModel] = customDefinitions(r, kindModel, f)
+		var kindModel, listModel string
+		if r.CRD == nil {
+			kindModel, listModel = builtinModel(r.GroupVersion, r.Kind), builtinModel(r.GroupVersion, listKind(r))
+		}
+		if kindModel == "" {
+			kindModel = customModel(r.GroupVersion, r.Kind)
+			custom[kindModel] = customKind(r, f)
+		}
+		if listModel == "" {
+			listModel = customModel(r.GroupVersion, listKind(r))
+			custom[listModel] = customList(r, kindModel, f)
 		}
 		gvks[kindModel] = gvks[kindModel].add(r.GroupVersionKind())
 		gvks[listModel] = gvks[listModel].add(r.GroupVersion.WithKind(listKind(r)))
@@ -208,8 +216,12 @@ func (o operation) v3() *spec3.Operation {
 		op.Parameters = append(op.Parameters, p.v3())
 	}
 	if o.body != "" {
+		consumes := o.consumes
+		if slices.Equal(consumes, anyConsumes) {
+			consumes = []string{"application/json"} // how kube describes "*/*" bodies in v3
+		}
 		op.RequestBody = &spec3.RequestBody{RequestBodyProps: spec3.RequestBodyProps{
-			Content: content(o.consumes, o.body), Required: o.bodyRequired}}
+			Content: content(consumes, o.body), Required: o.bodyRequired}}
 	}
 	for _, r := range o.responses {
 		resp := &spec3.Response{ResponseProps: spec3.ResponseProps{Description: r.description}}

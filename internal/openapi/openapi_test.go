@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -558,6 +559,67 @@ func TestDeterministic(t *testing.T) {
 		b, _ := json.Marshal(build())
 		if !bytes.Equal(a, b) {
 			t.Error("the same resources gave different documents")
+		}
+	}
+}
+
+// TestBuiltinWithoutDefinition: a built-in type openapi-gen did not cover is still published,
+// as any object, so that paths and kubectl's verifiers work for it.
+func TestBuiltinWithoutDefinition(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest"}
+	cat := catalog.New()
+	cat.AddBuiltin(&catalog.Resource{GroupVersion: gvk.GroupVersion(), Name: "certificatesigningrequests", Kind: gvk.Kind})
+	srv := httptest.NewServer(NewService(cat))
+	defer srv.Close()
+	doc := gvSpec(t, srv.URL, gvk.GroupVersion())
+	for _, model := range []string{"io.k8s.certificates.v1.CertificateSigningRequest", "io.k8s.certificates.v1.CertificateSigningRequestList"} {
+		if s := doc.Components.Schemas[model]; s == nil || !slices.Equal(s.Type, []string{"object"}) {
+			t.Errorf("%s = %+v", model, s)
+		}
+	}
+	if p := doc.Paths.Paths["/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}"]; p == nil || p.Patch == nil {
+		t.Error("no patch operation")
+	}
+}
+
+// TestConcurrentUse reads documents while the catalogue changes (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	cat, _, srv := newServer(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				for _, p := range []string{"/openapi/v3", "/openapi/v3/apis/example.com/v1", "/openapi/v2"} {
+					resp, err := http.Get(srv.URL + p)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		}()
+	}
+	for i := range 5 {
+		cat.SetCustom("widgets.example.com", widgets(widgetSchema([]string{"integer", "string"}[i%2])))
+	}
+	wg.Wait()
+}
+
+// TestGeneratedDefinitionsComplete guards gen.sh's package list: every definition a generated
+// definition depends on must have been generated too.
+func TestGeneratedDefinitionsComplete(t *testing.T) {
+	for _, f := range []flavour{v2, v3} {
+		defs := builtin(f)
+		for name, d := range defs {
+			for _, dep := range d.deps {
+				if _, ok := defs[dep]; !ok {
+					t.Errorf("%s depends on %s, which was not generated", name, dep)
+				}
+			}
 		}
 	}
 }

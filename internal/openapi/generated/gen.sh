@@ -19,6 +19,7 @@ packages=(
 	k8s.io/api/policy/v1
 	k8s.io/api/rbac/v1
 	k8s.io/api/scheduling/v1
+	k8s.io/api/scheduling/v1alpha3 # batch/v1 Job refers to its workload types
 	k8s.io/api/storage/v1
 	k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1
 	k8s.io/apimachinery/pkg/api/resource
