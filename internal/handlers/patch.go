@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +29,7 @@ func (h *Handler) patch(rq *request) {
 	}
 	pt := patchTypeOf(contentType(rq.req))
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType:
+	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
 	case types.StrategicMergePatchType:
 		if _, err := h.typed.New(rq.resource.GroupVersionKind()); err != nil {
 			writeError(rq.w, rq.req, unsupportedPatch(pt, false))
@@ -46,6 +48,10 @@ func (h *Handler) patch(rq *request) {
 	patch, err := readBody(rq.req)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
+		return
+	}
+	if pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType {
+		h.apply(rq, pt, patch, opts)
 		return
 	}
 	if !json.Valid(patch) {
@@ -74,10 +80,8 @@ func (h *Handler) patch(rq *request) {
 		}
 		return obj, nil
 	}
-	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation}
-	if rq.info.Subresource == "status" {
-		wo.Subresource = "status"
-	}
+	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
+		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
 	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
@@ -152,4 +156,58 @@ func patchSetsResourceVersion(pt types.PatchType, patch []byte) bool {
 		_ = json.Unmarshal(patch, &p)
 		return p.Metadata.ResourceVersion != nil && *p.Metadata.ResourceVersion != ""
 	}
+}
+
+// apply serves server-side apply (application/apply-patch+yaml).
+func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav1.PatchOptions) {
+	if pt == types.ApplyCBORPatchType {
+		writeError(rq.w, rq.req, unsupportedPatch(pt, true))
+		return
+	}
+	data, err := toJSON("application/yaml", body)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	config, issues, err := decodeObject(data)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	force := opts.Force != nil && *opts.Force
+	res, err := h.objects.Apply(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
+		WriteOptions: objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
+			Manager: opts.FieldManager, Subresource: rq.info.Subresource},
+		Force: force,
+	})
+	writeWarnings(rq.w, res.Warnings)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	code := http.StatusOK
+	if res.Created {
+		code = http.StatusCreated
+	}
+	writeObject(rq.w, rq.req, code, res.Object)
+}
+
+// managerOrUserAgent is kube-apiserver's default field manager: the fieldManager parameter, else
+// the User-Agent's product token (before the first "/"), printable characters only, at most 128.
+func managerOrUserAgent(manager, userAgent string) string {
+	if manager != "" {
+		return manager
+	}
+	product, _, _ := strings.Cut(userAgent, "/")
+	var b strings.Builder
+	for _, r := range product {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len() >= 128 {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -26,6 +26,7 @@ func (h *Handler) create(rq *request) {
 	}
 	res, err := h.objects.Create(rq.req.Context(), rq.resource, rq.info.Namespace, obj, objects.WriteOptions{
 		DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
+		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()),
 	})
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
@@ -54,7 +55,8 @@ func (h *Handler) update(rq *request) {
 	if rq.info.Subresource == "finalize" {
 		mutate = finalizeNamespace(obj)
 	}
-	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues}
+	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
+		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())}
 	wo.Subresource = rq.info.Subresource
 	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)

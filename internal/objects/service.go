@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/stored"
@@ -19,14 +20,15 @@ import (
 
 // Service reads and writes objects of any catalogued resource.
 type Service struct {
-	store *storage.Store
-	cat   *catalog.Catalog
-	now   func() time.Time
+	store  *storage.Store
+	cat    *catalog.Catalog
+	fields *apply.Managers
+	now    func() time.Time
 }
 
 // NewService returns a Service over store serving the resources in cat.
 func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
-	return &Service{store: store, cat: cat, now: time.Now}
+	return &Service{store: store, cat: cat, fields: apply.NewManagers(), now: time.Now}
 }
 
 // Catalog returns the catalogue the service serves.

@@ -28,6 +28,10 @@ type WriteOptions struct {
 	FieldValidation string
 	// DecodeIssues are problems found while decoding the request body (duplicate fields).
 	DecodeIssues []string
+	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
+	fieldsTracked bool
+	// Manager is the field manager recorded in managedFields for this write.
+	Manager string
 	// Subresource is "status" for writes through the status subresource, "finalize" for a
 	// namespace's finalize subresource (the mutation alone decides what changes).
 	Subresource string
@@ -69,6 +73,9 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 		r.Behavior.Default(obj)
 		prepareCreateMeta(r, obj, s.now())
 		r.Behavior.PrepareForCreate(obj)
+		if obj, err = s.trackFields(r, nil, obj, opts); err != nil {
+			return Result{}, err
+		}
 		if errs := validateCreate(r, obj); len(errs) > 0 {
 			return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), obj.GetName(), errs)
 		}
@@ -287,6 +294,11 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 		r.Behavior.PrepareForUpdate(obj, old)
 	}
 	r.Behavior.Default(obj)
+	tracked, err := s.trackFields(r, old, obj, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	*obj = *tracked
 	carryUpdateMeta(r, obj, old)
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, nameValidation(r), field.NewPath("metadata"))...)
@@ -296,6 +308,27 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 		return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), name, errs)
 	}
 	return Result{Warnings: warnings}, nil
+}
+
+// trackFields records the write in managedFields: the fields obj changed relative to live (nil
+// on create) become the writer's. As in kube-apiserver, a failure here never fails the write.
+func (s *Service) trackFields(r *catalog.Resource, live, obj *unstructured.Unstructured, opts WriteOptions) (*unstructured.Unstructured, error) {
+	if opts.fieldsTracked || opts.Subresource == "finalize" {
+		return obj, nil
+	}
+	fm, err := s.fields.For(r, opts.Subresource)
+	if err != nil {
+		return obj, nil
+	}
+	if live == nil {
+		live = &unstructured.Unstructured{Object: map[string]any{}}
+		live.SetGroupVersionKind(r.GroupVersionKind())
+	}
+	out, ok := fm.UpdateNoErrors(live, obj, opts.Manager).(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	return out, nil
 }
 
 // carryUpdateMeta keeps the metadata clients cannot change and counts spec changes.

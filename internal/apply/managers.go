@@ -1,0 +1,156 @@
+package apply
+
+import (
+	"fmt"
+	"sync"
+
+	apiextensionsapply "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/openapi"
+)
+
+// Managers hands out the FieldManager of each resource and subresource, building each once.
+type Managers struct {
+	builtinTypes    managedfields.TypeConverter
+	extensionsTypes managedfields.TypeConverter
+
+	mu    sync.Mutex
+	cache map[key]*managedfields.FieldManager
+}
+
+type key struct {
+	resource    *catalog.Resource // a CRD change replaces its Resources, so stale entries are never hit
+	subresource string
+}
+
+// NewManagers returns an empty cache.
+func NewManagers() *Managers {
+	extensions := runtime.NewScheme()
+	_ = apiextensionsv1.AddToScheme(extensions)
+	return &Managers{
+		builtinTypes:    applyconfigurations.NewTypeConverter(clientgoscheme.Scheme),
+		extensionsTypes: apiextensionsapply.NewTypeConverter(extensions),
+		cache:           map[key]*managedfields.FieldManager{},
+	}
+}
+
+// For returns the FieldManager of r (subresource "" for the main resource, or "status").
+func (m *Managers) For(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
+	k := key{r, subresource}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if fm, ok := m.cache[k]; ok {
+		return fm, nil
+	}
+	fm, err := m.build(r, subresource)
+	if err != nil {
+		return nil, err
+	}
+	m.cache[k] = fm
+	return fm, nil
+}
+
+func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
+	gvk := r.GroupVersionKind()
+	objects := unstructuredObjects{r: r}
+	hub := r.StorageVersion
+	if hub.Empty() {
+		hub = r.GroupVersion
+	}
+	reset := resetFields(r, subresource)
+	if r.CRD == nil {
+		types := m.builtinTypes
+		if r.GroupVersion.Group == apiextensionsv1.GroupName {
+			types = m.extensionsTypes
+		}
+		return managedfields.NewDefaultFieldManager(types, objects, objects, objects, gvk, hub, subresource, reset)
+	}
+	types, err := customTypes(r)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", r.GroupVersionResource(), err)
+	}
+	return managedfields.NewDefaultCRDFieldManager(types, objects, objects, objects, gvk, hub, subresource, reset)
+}
+
+// customTypes builds the type converter of a custom resource from its OpenAPI schema; without
+// a schema every field is atomic.
+func customTypes(r *catalog.Resource) (managedfields.TypeConverter, error) {
+	v := r.CRDVersion
+	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return managedfields.NewDeducedTypeConverter(), nil
+	}
+	preserve := r.CRD.Spec.PreserveUnknownFields
+	if s := v.Schema.OpenAPIV3Schema; s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+		preserve = true
+	}
+	return managedfields.NewTypeConverter(openapi.Models([]*catalog.Resource{r}), preserve)
+}
+
+// resetFields are the fields an endpoint never sets, which kube-apiserver's strategies declare:
+// the main endpoint of a resource with a status subresource leaves status alone, and the status
+// subresource changes nothing but status.
+func resetFields(r *catalog.Resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	if !r.HasStatus {
+		return nil
+	}
+	var set *fieldpath.Set
+	switch subresource {
+	case "":
+		set = fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+	case "status":
+		set = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+	default:
+		return nil
+	}
+	return map[fieldpath.APIVersion]fieldpath.Filter{
+		fieldpath.APIVersion(r.GroupVersion.String()): fieldpath.NewExcludeSetFilter(set),
+	}
+}
+
+// unstructuredObjects is the creater, defaulter and converter the field manager needs, for the
+// unstructured objects lapis handles. Versions of one resource differ only in apiVersion (CRD
+// conversion strategy None) or convert through the resource's storage conversion.
+type unstructuredObjects struct{ r *catalog.Resource }
+
+func (o unstructuredObjects) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+func (o unstructuredObjects) Default(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && o.r.Behavior != nil {
+		o.r.Behavior.Default(u)
+	}
+}
+
+func (o unstructuredObjects) Convert(in, out, context any) error {
+	return fmt.Errorf("conversion between %T and %T is not supported", in, out)
+}
+
+func (o unstructuredObjects) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("cannot convert %T", in)
+	}
+	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("no version of %s in %v", u.GroupVersionKind(), target)
+	}
+	out := u.DeepCopy()
+	out.SetAPIVersion(gvk.GroupVersion().String())
+	return out, nil
+}
+
+func (o unstructuredObjects) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}

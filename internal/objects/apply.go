@@ -1,0 +1,117 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+)
+
+// ApplyOptions are a server-side apply request's parameters.
+type ApplyOptions struct {
+	WriteOptions
+	Force bool
+}
+
+// Apply merges an applied configuration into the named object as opts.Manager, creating the
+// object when it does not exist (server-side apply).
+func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, name string, config *unstructured.Unstructured, opts ApplyOptions) (Result, error) {
+	if !r.Namespaced {
+		namespace = ""
+	}
+	if err := checkAppliedConfig(r, namespace, name, config); err != nil {
+		return Result{}, err
+	}
+	// fieldValidation applies to the configuration as sent.
+	warnings, err := s.normalize(r, config.DeepCopy(), opts.WriteOptions)
+	if err != nil {
+		return Result{}, err
+	}
+	fm, err := s.fields.For(r, opts.Subresource)
+	if err != nil {
+		return Result{}, apierrors.NewInternalError(err)
+	}
+	merge := func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		merged, err := fm.Apply(live, config.DeepCopy(), opts.Manager, opts.Force)
+		if err != nil {
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				return nil, err
+			}
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return merged.(*unstructured.Unstructured), nil
+	}
+	wo := opts.WriteOptions
+	wo.fieldsTracked = true
+	wo.DecodeIssues = nil // reported above
+	for attempt := 0; ; attempt++ {
+		res, err := s.Update(ctx, r, namespace, name, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			merged, err := merge(live)
+			if err != nil {
+				return nil, err
+			}
+			merged.SetResourceVersion(config.GetResourceVersion())
+			return merged, nil
+		}, wo)
+		if !apierrors.IsNotFound(err) || !isNotFoundOf(err, r, name) {
+			res.Warnings = append(warnings, res.Warnings...)
+			return res, err
+		}
+		// Nothing to merge into: the configuration creates the object.
+		live := &unstructured.Unstructured{Object: map[string]any{}}
+		live.SetGroupVersionKind(r.GroupVersionKind())
+		created, err := merge(live)
+		if err != nil {
+			return Result{}, err
+		}
+		if config.GetResourceVersion() != "" {
+			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
+		}
+		res, err = s.Create(ctx, r, namespace, created, wo)
+		if apierrors.IsAlreadyExists(err) && attempt < maxConflictRetries {
+			continue // created concurrently: merge into it
+		}
+		res.Warnings = append(warnings, res.Warnings...)
+		return res, err
+	}
+}
+
+// checkAppliedConfig enforces what kube-apiserver requires of an applied configuration.
+func checkAppliedConfig(r *catalog.Resource, namespace, name string, config *unstructured.Unstructured) error {
+	if config.GetManagedFields() != nil || hasField(config, "metadata", "managedFields") {
+		return apierrors.NewBadRequest("metadata.managedFields must be nil")
+	}
+	if config.GetName() == "" {
+		config.SetName(name)
+	}
+	if config.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", config.GetName(), name))
+	}
+	if r.Namespaced && config.GetNamespace() != "" && config.GetNamespace() != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if config.GetAPIVersion() == "" || config.GetKind() == "" {
+		return apierrors.NewBadRequest("apiVersion and kind must be set in an applied configuration")
+	}
+	return nil
+}
+
+func hasField(u *unstructured.Unstructured, path ...string) bool {
+	_, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	return found
+}
+
+// isNotFoundOf tells the object's own NotFound from other ones (such as its namespace's).
+func isNotFoundOf(err error, r *catalog.Resource, name string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name && d.Kind == r.Name
+}
