@@ -43,6 +43,26 @@ func NewManagers() *Managers {
 	}
 }
 
+var scaleKind = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
+// ForScale returns the FieldManager of r's scale subresource, which manages autoscaling/v1
+// Scale objects.
+func (m *Managers) ForScale(r *catalog.Resource) (*managedfields.FieldManager, error) {
+	k := key{r, "scale"}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if fm, ok := m.cache[k]; ok {
+		return fm, nil
+	}
+	objects := unstructuredObjects{}
+	fm, err := managedfields.NewDefaultFieldManager(m.builtinTypes, objects, objects, objects, scaleKind, scaleKind.GroupVersion(), "scale", nil)
+	if err != nil {
+		return nil, err
+	}
+	m.cache[k] = fm
+	return fm, nil
+}
+
 // For returns the FieldManager of r (subresource "" for the main resource, or "status").
 func (m *Managers) For(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
 	k := key{r, subresource}
@@ -119,7 +139,7 @@ func resetFields(r *catalog.Resource, subresource string) map[fieldpath.APIVersi
 // unstructuredObjects is the creater, defaulter and converter the field manager needs, for the
 // unstructured objects lapis handles. Versions of one resource differ only in apiVersion (CRD
 // conversion strategy None) or convert through the resource's storage conversion.
-type unstructuredObjects struct{ r *catalog.Resource }
+type unstructuredObjects struct{ r *catalog.Resource } // r is nil for Scale objects
 
 func (o unstructuredObjects) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
@@ -128,7 +148,7 @@ func (o unstructuredObjects) New(gvk schema.GroupVersionKind) (runtime.Object, e
 }
 
 func (o unstructuredObjects) Default(obj runtime.Object) {
-	if u, ok := obj.(*unstructured.Unstructured); ok && o.r.Behavior != nil {
+	if u, ok := obj.(*unstructured.Unstructured); ok && o.r != nil && o.r.Behavior != nil {
 		o.r.Behavior.Default(u)
 	}
 }

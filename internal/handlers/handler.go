@@ -50,6 +50,10 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 		return
 	}
 	rq := &request{w: w, req: req, info: info, resource: r}
+	if info.Subresource == "scale" {
+		h.scale(rq)
+		return
+	}
 	switch info.Verb {
 	case "get":
 		h.get(rq)
@@ -82,6 +86,8 @@ func subresourceServed(r *catalog.Resource, sub string) bool {
 		return true
 	case "status":
 		return r.HasStatus
+	case "scale":
+		return r.Scale != nil
 	case "finalize":
 		return r.StorageGroupResource == schema.GroupResource{Resource: "namespaces"}
 	}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -92,6 +93,11 @@ func (h *Handler) patch(rq *request) {
 }
 
 func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []byte) ([]byte, error) {
+	return h.applyPatchAs(rq, pt, rq.resource.GroupVersionKind(), current, patch)
+}
+
+// applyPatchAs applies a non-apply patch to the JSON of an object of kind gvk.
+func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.GroupVersionKind, current, patch []byte) ([]byte, error) {
 	var out []byte
 	var err error
 	switch pt {
@@ -104,7 +110,7 @@ func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []b
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(current, patch)
 	case types.StrategicMergePatchType:
-		typed, terr := h.typed.New(rq.resource.GroupVersionKind())
+		typed, terr := h.typed.New(gvk)
 		if terr != nil {
 			return nil, unsupportedPatch(pt, false)
 		}
@@ -116,7 +122,7 @@ func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []b
 	}
 	if err != nil {
 		// kube-apiserver reports a patch that cannot be applied as an invalid request.
-		return nil, apierrors.NewInvalid(rq.resource.GroupVersionKind().GroupKind(), rq.info.Name,
+		return nil, apierrors.NewInvalid(gvk.GroupKind(), rq.info.Name,
 			field.ErrorList{field.Invalid(field.NewPath("patch"), string(patch), err.Error())})
 	}
 	return out, nil
