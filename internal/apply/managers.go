@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	apiextensionsapply "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsapply "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,8 +54,14 @@ func (m *Managers) ForScale(r *catalog.Resource) (*managedfields.FieldManager, e
 	if fm, ok := m.cache[k]; ok {
 		return fm, nil
 	}
+	// client-go's schema has no Scale (it is no top-level apply configuration): use the OpenAPI
+	// definition, as kube-apiserver does.
+	types, err := managedfields.NewTypeConverter(openapi.ScaleModels(), false)
+	if err != nil {
+		return nil, err
+	}
 	objects := unstructuredObjects{}
-	fm, err := managedfields.NewDefaultFieldManager(m.builtinTypes, objects, objects, objects, scaleKind, scaleKind.GroupVersion(), "scale", nil)
+	fm, err := managedfields.NewDefaultFieldManager(types, objects, objects, objects, scaleKind, scaleKind.GroupVersion(), "scale", nil)
 	if err != nil {
 		return nil, err
 	}

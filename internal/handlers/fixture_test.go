@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -225,3 +226,6 @@ func nested(obj map[string]any, path string) string {
 	s, _ := cur.(string)
 	return s
 }
+
+// deepEqualJSON compares decoded JSON values.
+func deepEqualJSON(a, b any) bool { return reflect.DeepEqual(a, b) }

@@ -1,0 +1,109 @@
+package handlers_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	mergePatch     = "Content-Type: application/merge-patch+json"
+	jsonPatch      = "Content-Type: application/json-patch+json"
+	strategicPatch = "Content-Type: application/strategic-merge-patch+json"
+)
+
+func TestPatch(t *testing.T) {
+	f := newFixture(t)
+	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("p", map[string]string{"a": "1"})})
+	f.must(http.StatusCreated, call{method: "POST", path: secrets, body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"a":"YQ=="}}`})
+	f.must(http.StatusCreated, call{method: "POST", path: widgetsURL, body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"x":1}}`})
+
+	const (
+		cm     = configMaps + "/p"
+		secret = secrets + "/s"
+		widget = widgetsURL + "/w"
+		// What kube-apiserver answers for a patch type a custom resource does not take.
+		crPatchTypes = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+		conflict     = `Operation cannot be fulfilled on configmaps "p": the object has been modified; please apply your changes to the latest version and try again`
+	)
+	// The rows run in order against the same objects.
+	tests := []struct {
+		name    string
+		call    call
+		want    want
+		field   string // a dotted path checked in the answer when the patch applies
+		value   string
+		warning string
+	}{
+		{"merge patch", call{method: "PATCH", path: cm, body: `{"data":{"b":"2"}}`, headers: []string{mergePatch}}, want{code: 200}, "data.b", "2", ""},
+		{"JSON patch", call{method: "PATCH", path: cm, body: `[{"op":"add","path":"/data/c","value":"3"}]`, headers: []string{jsonPatch}}, want{code: 200}, "data.c", "3", ""},
+		{"JSON patch with a failing test", call{method: "PATCH", path: cm, body: `[{"op":"test","path":"/data/a","value":"wrong"},{"op":"add","path":"/data/z","value":"z"}]`, headers: []string{jsonPatch}},
+			// kube-apiserver: NewGenericServerResponse(422, ...) around the jsonpatch error.
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: "the server rejected our request due to an error in our request"}, "", "", ""},
+		{"JSON patch that is not a list", call{method: "PATCH", path: cm, body: `{"op":"add"}`, headers: []string{jsonPatch}},
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: "cannot unmarshal"}, "", "", ""},
+		{"strategic merge patch of a ConfigMap", call{method: "PATCH", path: cm, body: `{"data":{"d":"4"}}`, headers: []string{strategicPatch}}, want{code: 200}, "data.d", "4", ""},
+		{"strategic merge patch of a Secret", call{method: "PATCH", path: secret, body: `{"data":{"b":"Yg=="}}`, headers: []string{strategicPatch}}, want{code: 200}, "data.a", "YQ==", ""},
+		{"strategic merge patch of a custom resource", call{method: "PATCH", path: widget, body: `{"spec":{"y":2}}`, headers: []string{strategicPatch}},
+			want{code: 415, reason: metav1.StatusReasonUnsupportedMediaType, message: crPatchTypes}, "", "", ""},
+		{"merge patch of a custom resource", call{method: "PATCH", path: widget, body: `{"spec":{"y":"2"}}`, headers: []string{mergePatch}}, want{code: 200}, "spec.y", "2", ""},
+		{"text/plain patch of a custom resource", call{method: "PATCH", path: widget, body: `{}`, headers: []string{"Content-Type: text/plain"}},
+			want{code: 415, reason: metav1.StatusReasonUnsupportedMediaType, message: crPatchTypes}, "", "", ""},
+		// kube's go-restful route answers this one itself ("415: Unsupported Media Type").
+		{"text/plain patch of a ConfigMap", call{method: "PATCH", path: cm, body: `{}`, headers: []string{"Content-Type: text/plain"}},
+			want{code: 415, reason: metav1.StatusReasonUnsupportedMediaType}, "", "", ""},
+		{"merge patch with a stale resourceVersion", call{method: "PATCH", path: cm, body: `{"metadata":{"resourceVersion":"1"},"data":{"e":"5"}}`, headers: []string{mergePatch}},
+			want{code: 409, reason: metav1.StatusReasonConflict, message: conflict}, "", "", ""},
+		{"JSON patch with a stale resourceVersion", call{method: "PATCH", path: cm, body: `[{"op":"replace","path":"/metadata/resourceVersion","value":"1"}]`, headers: []string{jsonPatch}},
+			want{code: 409, reason: metav1.StatusReasonConflict, message: conflict}, "", "", ""},
+		{"merge patch of a missing object", call{method: "PATCH", path: configMaps + "/missing", body: `{"data":{"a":"1"}}`, headers: []string{mergePatch}},
+			want{code: 404, reason: metav1.StatusReasonNotFound, message: `configmaps "missing" not found`}, "", "", ""},
+		{"strategic merge patch of a missing object", call{method: "PATCH", path: configMaps + "/missing", body: `{}`, headers: []string{strategicPatch}},
+			want{code: 404, reason: metav1.StatusReasonNotFound, message: `configmaps "missing" not found`}, "", "", ""},
+		{"unknown field warns by default", call{method: "PATCH", path: cm, body: `{"x":1,"data":{"f":"6"}}`, headers: []string{mergePatch}},
+			want{code: 200}, "data.f", "6", `299 - "unknown field \"x\""`},
+		// kube decodes the patched object strictly and answers 422 with a "patch" field error.
+		{"Strict unknown field", call{method: "PATCH", path: cm + "?fieldValidation=Strict", body: `{"x":1}`, headers: []string{mergePatch}},
+			want{code: 422, reason: metav1.StatusReasonInvalid, contains: `strict decoding error: unknown field "x"`}, "", "", ""},
+		{"Strict duplicate field", call{method: "PATCH", path: cm + "?fieldValidation=Strict", body: `{"data":{"a":"1"},"data":{"a":"1"}}`, headers: []string{mergePatch}},
+			want{code: 422, reason: metav1.StatusReasonInvalid, contains: `strict decoding error: duplicate field "data"`}, "", "", ""},
+		{"invalid fieldValidation", call{method: "PATCH", path: cm + "?fieldValidation=Bogus", body: `{}`, headers: []string{mergePatch}},
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", "Warn"`}, "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(tt.call)
+			tt.want.check(t, r)
+			if tt.field != "" {
+				if got := nested(r.object(t), tt.field); got != tt.value {
+					t.Errorf("%s = %q, want %q: %s", tt.field, got, tt.value, r.body)
+				}
+			}
+			if got := strings.Join(r.header.Values("Warning"), "\n"); got != tt.warning {
+				t.Errorf("Warning header %q, want %q", got, tt.warning)
+			}
+		})
+	}
+
+	// Every applied patch landed and nothing else did.
+	got := f.must(200, call{method: "GET", path: cm})["data"]
+	if want := map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "f": "6"}; !deepEqualJSON(got, want) {
+		t.Errorf("data = %v, want %v", got, want)
+	}
+	if got := f.must(200, call{method: "GET", path: secret})["data"]; !deepEqualJSON(got, map[string]any{"a": "YQ==", "b": "Yg=="}) {
+		t.Errorf("secret data = %v", got)
+	}
+}
+
+// A patch naming the current resourceVersion applies, and moves the resourceVersion on.
+func TestPatchWithCurrentResourceVersion(t *testing.T) {
+	f := newFixture(t)
+	created := f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("p", nil)})
+	rv := nested(created, "metadata.resourceVersion")
+	patched := f.must(200, call{method: "PATCH", path: configMaps + "/p", body: `{"metadata":{"resourceVersion":"` + rv + `"},"data":{"a":"1"}}`, headers: []string{mergePatch}})
+	if nested(patched, "data.a") != "1" || nested(patched, "metadata.resourceVersion") == rv {
+		t.Fatalf("patch with the current resourceVersion: %v", patched)
+	}
+}
