@@ -88,10 +88,9 @@ func (m *Managers) For(r *catalog.Resource, subresource string) (*managedfields.
 func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
 	gvk := r.GroupVersionKind()
 	objects := unstructuredObjects{r: r}
-	hub := r.StorageVersion
-	if hub.Empty() {
-		hub = r.GroupVersion
-	}
+	// Versions of a resource differ at most in apiVersion here, so the served version can be
+	// the hub: merged objects come back at the version the request was made at.
+	hub := r.GroupVersion
 	reset := resetFields(r, subresource)
 	if r.CRD == nil {
 		types := m.builtinTypes
@@ -118,7 +117,38 @@ func customTypes(r *catalog.Resource) (managedfields.TypeConverter, error) {
 	if s := v.Schema.OpenAPIV3Schema; s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
 		preserve = true
 	}
-	return managedfields.NewTypeConverter(openapi.Models([]*catalog.Resource{r}), preserve)
+	// Managed fields may have been recorded at any version of the CRD: the converter must know
+	// them all, or their owners' entries are lost on conversion.
+	versions := make([]*catalog.Resource, 0, len(r.CRD.Spec.Versions))
+	for i := range r.CRD.Spec.Versions {
+		v := &r.CRD.Spec.Versions[i]
+		at := *r
+		at.GroupVersion = schema.GroupVersion{Group: r.GroupVersion.Group, Version: v.Name}
+		at.CRDVersion = v
+		versions = append(versions, &at)
+	}
+	return managedfields.NewTypeConverter(openapi.Models(versions), preserve)
+}
+
+// CheckApplied is strict field validation of an applied configuration: the configuration must
+// fit the resource's schema. The message is kube-apiserver's.
+func (m *Managers) CheckApplied(r *catalog.Resource, config *unstructured.Unstructured) error {
+	var types managedfields.TypeConverter
+	switch {
+	case r.CRD == nil && r.GroupVersion.Group == apiextensionsv1.GroupName:
+		types = m.extensionsTypes
+	case r.CRD == nil:
+		types = m.builtinTypes
+	default:
+		var err error
+		if types, err = customTypes(r); err != nil {
+			return err
+		}
+	}
+	if _, err := types.ObjectToTyped(config); err != nil {
+		return fmt.Errorf("failed to create typed patch object (%s/%s; %s): %v", config.GetNamespace(), config.GetName(), config.GroupVersionKind(), err)
+	}
+	return nil
 }
 
 // resetFields are the fields an endpoint never sets, which kube-apiserver's strategies declare:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -65,7 +66,18 @@ func newFixture(t *testing.T) *fixture {
 
 // widgets is a custom resource registered by hand, as the CRD controller would register it.
 func widgets() *catalog.Resource {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group:    "example.com",
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope:    apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}},
+		},
+	}
 	return &catalog.Resource{
+		CRD:                  crd,
+		CRDVersion:           &crd.Spec.Versions[0],
 		GroupVersion:         schema.GroupVersion{Group: "example.com", Version: "v1"},
 		Name:                 "widgets",
 		Kind:                 "Widget",
@@ -81,12 +93,12 @@ func widgets() *catalog.Resource {
 // passthrough is a schemaless custom resource's behaviour: anything goes.
 type passthrough struct{}
 
-func (passthrough) Normalize(*unstructured.Unstructured) ([]string, error)         { return nil, nil }
-func (passthrough) PrepareForCreate(*unstructured.Unstructured)                    {}
-func (passthrough) PrepareForUpdate(_, _ *unstructured.Unstructured)               {}
-func (passthrough) Default(*unstructured.Unstructured)                             {}
-func (passthrough) Validate(_, _ *unstructured.Unstructured) field.ErrorList       { return nil }
-func (passthrough) SelectableFields(*unstructured.Unstructured) fields.Set         { return nil }
+func (passthrough) Normalize(*unstructured.Unstructured) ([]string, error)   { return nil, nil }
+func (passthrough) PrepareForCreate(*unstructured.Unstructured)              {}
+func (passthrough) PrepareForUpdate(_, _ *unstructured.Unstructured)         {}
+func (passthrough) Default(*unstructured.Unstructured)                       {}
+func (passthrough) Validate(_, _ *unstructured.Unstructured) field.ErrorList { return nil }
+func (passthrough) SelectableFields(*unstructured.Unstructured) fields.Set   { return nil }
 
 // call is one HTTP request. Headers are "Name: value" strings; a body without a Content-Type
 // header is sent as application/json.

@@ -23,12 +23,17 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	if !r.Namespaced {
 		namespace = ""
 	}
-	if err := checkAppliedConfig(r, namespace, name, config); err != nil {
+	err := checkAppliedConfig(r, namespace, name, config)
+	if err != nil {
 		return Result{}, err
 	}
-	// fieldValidation applies to the configuration as sent.
-	warnings, err := s.normalize(r, config.DeepCopy(), opts.WriteOptions)
-	if err != nil {
+	// fieldValidation applies to the configuration as sent; Strict is the schema's own check.
+	var warnings []string
+	if opts.FieldValidation == "Strict" {
+		if err := s.fields.CheckApplied(r, config); err != nil {
+			return Result{}, apierrors.NewBadRequest(err.Error())
+		}
+	} else if warnings, err = s.normalize(r, config.DeepCopy(), opts.WriteOptions); err != nil {
 		return Result{}, err
 	}
 	fm, err := s.fields.For(r, opts.Subresource)

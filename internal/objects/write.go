@@ -289,6 +289,9 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 			next.Object["status"] = status
 		}
 		next.SetResourceVersion(obj.GetResourceVersion())
+		if opts.fieldsTracked {
+			next.SetManagedFields(obj.GetManagedFields()) // as the apply merge recorded them
+		}
 		*obj = *next
 	} else if opts.Subresource == "" {
 		r.Behavior.PrepareForUpdate(obj, old)

@@ -63,7 +63,6 @@ func runMain(m *testing.M) int {
 
 // lapisProc is one lapis server on its own data directory.
 type lapisProc struct {
-	t          testing.TB
 	dataDir    string
 	flags      []string
 	cacheDir   string // kubectl's discovery cache, private to this server
@@ -85,7 +84,7 @@ func startLapis(t testing.TB, flags ...string) *lapisProc {
 	if skipMessage != "" {
 		t.Skip(skipMessage)
 	}
-	l := &lapisProc{t: t, dataDir: t.TempDir(), cacheDir: t.TempDir(), flags: flags, log: &syncBuffer{}}
+	l := &lapisProc{dataDir: t.TempDir(), cacheDir: t.TempDir(), flags: flags, log: &syncBuffer{}}
 	l.kubeconfig = filepath.Join(l.dataDir, "kubeconfig")
 	t.Cleanup(func() {
 		if l.running() {
@@ -101,7 +100,7 @@ func startLapis(t testing.TB, flags ...string) *lapisProc {
 			t.Logf("lapis log (%s):\n%s", l.dataDir, l.log.String())
 		}
 	})
-	l.start()
+	l.start(t)
 	return l
 }
 
@@ -118,8 +117,8 @@ func (l *lapisProc) running() bool {
 }
 
 // start runs lapis and waits for a kubeconfig newer than any left by an earlier run.
-func (l *lapisProc) start() {
-	l.t.Helper()
+func (l *lapisProc) start(t testing.TB) {
+	t.Helper()
 	var old os.FileInfo
 	if fi, err := os.Stat(l.kubeconfig); err == nil {
 		old = fi
@@ -129,7 +128,7 @@ func (l *lapisProc) start() {
 	l.cmd.Stdout, l.cmd.Stderr = l.log, l.log
 	fmt.Fprintf(l.log, "--- lapis %s\n", strings.Join(args, " "))
 	if err := l.cmd.Start(); err != nil {
-		l.t.Fatalf("starting lapis: %v", err)
+		t.Fatalf("starting lapis: %v", err)
 	}
 	l.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) {
@@ -145,20 +144,20 @@ func (l *lapisProc) start() {
 		}
 		select {
 		case <-l.exited:
-			l.t.Fatalf("lapis exited before writing %s: %v\n%s", l.kubeconfig, l.err, l.log.String())
+			t.Fatalf("lapis exited before writing %s: %v\n%s", l.kubeconfig, l.err, l.log.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			l.t.Fatalf("lapis wrote no kubeconfig within 30s\n%s", l.log.String())
+			t.Fatalf("lapis wrote no kubeconfig within 30s\n%s", l.log.String())
 		}
 	}
 	cfg, err := clientcmd.LoadFromFile(l.kubeconfig)
 	if err != nil {
-		l.t.Fatalf("reading %s: %v", l.kubeconfig, err)
+		t.Fatalf("reading %s: %v", l.kubeconfig, err)
 	}
 	ctx := cfg.Contexts[cfg.CurrentContext]
 	if ctx == nil || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
-		l.t.Fatalf("kubeconfig %s has no usable current context", l.kubeconfig)
+		t.Fatalf("kubeconfig %s has no usable current context", l.kubeconfig)
 	}
 	l.server = cfg.Clusters[ctx.Cluster].Server
 	l.caData = cfg.Clusters[ctx.Cluster].CertificateAuthorityData
@@ -166,33 +165,32 @@ func (l *lapisProc) start() {
 }
 
 // Stop sends SIGTERM and waits; lapis must exit with status 0.
-func (l *lapisProc) Stop() {
-	l.t.Helper()
+func (l *lapisProc) Stop(t testing.TB) {
+	t.Helper()
 	_ = l.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-l.exited:
 	case <-time.After(30 * time.Second):
-		l.t.Fatalf("lapis did not exit within 30s of SIGTERM")
+		t.Fatalf("lapis did not exit within 30s of SIGTERM")
 	}
 	if l.err != nil {
-		l.t.Fatalf("lapis exited uncleanly after SIGTERM: %v\n%s", l.err, l.log.String())
+		t.Fatalf("lapis exited uncleanly after SIGTERM: %v\n%s", l.err, l.log.String())
 	}
 }
 
 // Kill sends SIGKILL and waits for the process to be gone.
 func (l *lapisProc) Kill() {
-	l.t.Helper()
 	_ = l.cmd.Process.Kill()
 	<-l.exited
 }
 
 // Restart stops lapis (SIGTERM) if it is running and starts it again on the same data dir.
-func (l *lapisProc) Restart() {
-	l.t.Helper()
+func (l *lapisProc) Restart(t testing.TB) {
+	t.Helper()
 	if l.running() {
-		l.Stop()
+		l.Stop(t)
 	}
-	l.start()
+	l.start(t)
 }
 
 // kubectl runs kubectl against this server.
@@ -242,12 +240,12 @@ func (l *lapisProc) mustIn(t testing.TB, stdin string, args ...string) string {
 	return out
 }
 
-// fails runs kubectl, fails the test if it succeeds, and returns stderr.
+// fails runs kubectl, reports an error if it succeeds, and returns stderr.
 func (l *lapisProc) fails(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	out, errOut, err := l.kubectlIn(stdin, args...)
 	if err == nil {
-		t.Fatalf("kubectl %s succeeded, want an error\nstdout: %s\nstderr: %s", strings.Join(args, " "), out, errOut)
+		t.Errorf("kubectl %s succeeded, want an error\nstdout: %s\nstderr: %s", strings.Join(args, " "), out, errOut)
 	}
 	return errOut
 }
@@ -279,18 +277,22 @@ func (l *lapisProc) do(t testing.TB, method, path, contentType, body string, tok
 	return resp.StatusCode, string(b)
 }
 
-// eventually polls cond until it reports true or the deadline passes; cond's message says what
-// was last seen.
+// eventually polls cond until it reports true, failing the test if the deadline passes first;
+// cond's message says what was last seen.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	if ok, last := poll(timeout, cond); !ok {
+		t.Fatalf("%s: not true after %v; last seen: %s", what, timeout, last)
+	}
+}
+
+// poll calls cond until it reports true or timeout passes, and returns its last answer.
+func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v; last seen: %s", what, timeout, last)
+		if ok || time.Now().After(deadline) {
+			return ok, last
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -115,7 +115,7 @@ kind: ConfigMap
 metadata: {name: blocker, namespace: stuck, finalizers: ["example.com/hold"]}
 `, "create", "-f", "-")
 		l.must(t, "delete", "ns", "stuck", "--wait=false")
-		eventually(t, 10*time.Second, "NamespaceFinalizersRemaining condition", func() (bool, string) {
+		eventually(t, 5*time.Second, "NamespaceFinalizersRemaining condition", func() (bool, string) {
 			out, _, _ := l.kubectl("get", "ns", "stuck", "-o",
 				`jsonpath={.status.conditions[?(@.type=="NamespaceFinalizersRemaining")]['status','reason','message']}`)
 			return out == "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances", out

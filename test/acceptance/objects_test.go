@@ -164,6 +164,16 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 		}
 	})
 
+	t.Run("immutable fields", func(t *testing.T) {
+		l.must(t, "create", "configmap", "frozen", "-n", "conflict", "--from-literal=a=b")
+		l.must(t, "patch", "configmap", "frozen", "-n", "conflict", "--type=merge", "-p", `{"immutable":true}`)
+		wantEqual(t, "configmap data", l.fails(t, "", "patch", "configmap", "frozen", "-n", "conflict", "--type=merge", "-p", `{"data":{"a":"c"}}`),
+			"The ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set")
+		l.must(t, "create", "secret", "generic", "typed", "-n", "conflict", "--from-literal=a=b")
+		wantEqual(t, "secret type", l.fails(t, "", "patch", "secret", "typed", "-n", "conflict", "--type=merge", "-p", `{"type":"example.com/other"}`),
+			`The Secret "typed" is invalid: type: Invalid value: "example.com/other": field is immutable`)
+	})
+
 	t.Run("create of an existing name", func(t *testing.T) {
 		m := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dup, namespace: conflict}\n"
 		l.mustIn(t, m, "create", "-f", "-")
@@ -227,6 +237,8 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 			out := l.must(t, "get", c.resource, "-n", "sel", c.flag, c.selector, "-o", "name")
 			wantEqual(t, c.resource+" "+c.flag+" "+c.selector, strings.Join(strings.Fields(out), " "), c.want)
 		}
+		wantEqual(t, "chunked list", strings.Join(strings.Fields(l.must(t, "get", "configmaps", "-n", "sel", "--chunk-size=1", "-o", "name")), " "),
+			"configmap/back configmap/db configmap/front")
 		wantEqual(t, "all namespaces by name", l.must(t, "get", "configmaps", "-A", "--field-selector", "metadata.name=db", "-o", "name"), "configmap/db")
 		wantEqual(t, "unsupported field", l.fails(t, "", "get", "configmaps", "-n", "sel", "--field-selector", "data.a=1"),
 			`Error from server (BadRequest): Unable to find "/v1, Resource=configmaps" that match label selector "", field selector "data.a=1": field label not supported: data.a`)
@@ -323,6 +335,35 @@ spec: {holderIdentity: pod-a, leaseDurationSeconds: 15, leaseTransitions: 2, ren
 			"coordination.k8s.io/v1 pod-b 3")
 	})
 
+	// kubectl asks for a Table and prints the server's columns; without one it falls back to NAME AGE.
+	t.Run("kubectl get prints the server's columns", func(t *testing.T) {
+		l.must(t, "create", "configmap", "two", "-n", "types", "--from-literal=a=1", "--from-literal=b=2")
+		l.must(t, "create", "secret", "generic", "one", "-n", "types", "--from-literal=a=1")
+		l.applyCRD(t, printerCRD, "dials.print.example.com")
+		l.mustIn(t, "apiVersion: print.example.com/v1\nkind: Dial\nmetadata: {name: d1, namespace: types}\nspec: {size: 7}\n", "create", "-f", "-")
+		cases := []struct {
+			args        []string
+			header, row string
+		}{
+			{[]string{"namespaces", "types"}, "NAME STATUS AGE", "types Active"},
+			{[]string{"configmaps", "two", "-n", "types"}, "NAME DATA AGE", "two 2"},
+			{[]string{"secrets", "one", "-n", "types"}, "NAME TYPE DATA AGE", "one Opaque 1"},
+			{[]string{"crd", "dials.print.example.com"}, "NAME CREATED AT", "dials.print.example.com 20"},
+			{[]string{"dials", "d1", "-n", "types"}, "NAME SIZE AGE", "d1 7"},
+		}
+		for _, c := range cases {
+			lines := strings.Split(strings.TrimSpace(l.must(t, append([]string{"get"}, c.args...)...)), "\n")
+			if len(lines) != 2 {
+				t.Errorf("kubectl get %s printed %q", strings.Join(c.args, " "), lines)
+				continue
+			}
+			wantEqual(t, "kubectl get "+strings.Join(c.args, " ")+" header", strings.Join(strings.Fields(lines[0]), " "), c.header)
+			if row := strings.Join(strings.Fields(lines[1]), " "); !strings.HasPrefix(row, c.row) {
+				t.Errorf("kubectl get %s row %q, want it to start with %q", strings.Join(c.args, " "), row, c.row)
+			}
+		}
+	})
+
 	t.Run("core events read as events.k8s.io", func(t *testing.T) {
 		l.mustIn(t, `apiVersion: v1
 kind: Event
@@ -359,6 +400,29 @@ lastTimestamp: "2024-01-01T00:01:00Z"
 			"v1|hello world|settings|3")
 	})
 }
+
+// printerCRD has additionalPrinterColumns.
+const printerCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: dials.print.example.com
+spec:
+  group: print.example.com
+  scope: Namespaced
+  names: {plural: dials, singular: dial, kind: Dial}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+`
 
 // selfSignedPair returns a PEM certificate and key for `kubectl create secret tls`.
 func selfSignedPair(t testing.TB) (certPEM, keyPEM string) {
