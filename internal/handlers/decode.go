@@ -36,6 +36,12 @@ func readBody(req *http.Request) ([]byte, error) {
 
 // toJSON converts a body in the given media type to JSON.
 func toJSON(mediaType string, data []byte) ([]byte, error) {
+	return toJSONFor(mediaType, data, false)
+}
+
+// toJSONFor is toJSON for a resource that may also accept Protobuf (built-in types), which the
+// 415 answer then lists.
+func toJSONFor(mediaType string, data []byte, protobufToo bool) ([]byte, error) {
 	switch mediaType {
 	case "", "application/json":
 		return data, nil
@@ -46,9 +52,13 @@ func toJSON(mediaType string, data []byte) ([]byte, error) {
 		}
 		return out, nil
 	}
+	accepted := "application/json, application/yaml"
+	if protobufToo {
+		accepted += ", " + protobufMediaType
+	}
 	return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"),
+		Message: "the body of the request was in an unknown format - accepted media types include: " + accepted,
 	}}
 }
 
@@ -78,7 +88,7 @@ func decodeObject(data []byte) (*unstructured.Unstructured, []string, error) {
 
 // readObject reads and decodes an object request body (JSON, YAML, or Protobuf for built-in
 // types).
-func (h *Handler) readObject(req *http.Request) (*unstructured.Unstructured, []string, error) {
+func (h *Handler) readObject(req *http.Request, gvk schema.GroupVersionKind) (*unstructured.Unstructured, []string, error) {
 	data, err := readBody(req)
 	if err != nil {
 		return nil, nil, err
@@ -86,7 +96,8 @@ func (h *Handler) readObject(req *http.Request) (*unstructured.Unstructured, []s
 	if contentType(req) == protobufMediaType {
 		return h.decodeProtobuf(data)
 	}
-	data, err = toJSON(contentType(req), data)
+	_, builtin := h.typed.New(gvk)
+	data, err = toJSONFor(contentType(req), data, builtin == nil)
 	if err != nil {
 		return nil, nil, err
 	}

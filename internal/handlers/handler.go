@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -36,7 +37,7 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 	r, ok := h.objects.Catalog().Lookup(gvr)
 	if !ok {
-		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource}, ""))
+		writeError(w, req, errNoRoute)
 		return
 	}
 	if !subresourceServed(r, info.Subresource) {
@@ -105,3 +106,9 @@ type request struct {
 	info     routing.RequestInfo
 	resource *catalog.Resource
 }
+
+// errNoRoute is kube-apiserver's answer for a path that names no served resource.
+var errNoRoute = &apierrors.StatusError{ErrStatus: metav1.Status{
+	Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+	Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
+}}

@@ -15,13 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 func patchTypeOf(contentType string) types.PatchType { return types.PatchType(contentType) }
-
-func metav1ListMeta() metav1.ListMeta { return metav1.ListMeta{} }
 
 func (h *Handler) patch(rq *request) {
 	if err := checkAcceptable(rq.req); err != nil {
@@ -55,9 +54,15 @@ func (h *Handler) patch(rq *request) {
 		h.apply(rq, pt, patch, opts)
 		return
 	}
-	if !json.Valid(patch) {
-		writeError(rq.w, rq.req, apierrors.NewBadRequest("error decoding patch: invalid JSON"))
+	var patchContent any
+	strictErrs, err := kjson.UnmarshalStrict(patch, &patchContent, kjson.DisallowDuplicateFields)
+	if err != nil {
+		writeError(rq.w, rq.req, apierrors.NewBadRequest("invalid JSON patch"))
 		return
+	}
+	var issues []string
+	for _, e := range strictErrs {
+		issues = append(issues, e.Error())
 	}
 	// A patch that names a resourceVersion makes it a precondition; otherwise the patch is
 	// re-applied to the newest object if someone else wrote in between.
@@ -71,18 +76,17 @@ func (h *Handler) patch(rq *request) {
 		if err != nil {
 			return nil, err
 		}
-		obj, issues, err := decodeObject(patchedJSON)
+		obj, _, err := decodeObject(patchedJSON)
 		if err != nil {
 			return nil, err
 		}
-		_ = issues
 		if !pinned {
 			obj.SetResourceVersion("")
 		}
 		return obj, nil
 	}
-	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
-		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
+	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
+		Patch: string(patch), Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
 	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
@@ -106,7 +110,10 @@ func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.Group
 		if p, err = jsonpatch.DecodePatch(patch); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		out, err = p.Apply(current)
+		if out, err = p.Apply(current); err != nil {
+			// kube-apiserver's answer to a JSON patch that does not apply.
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(current, patch)
 	case types.StrategicMergePatchType:

@@ -37,7 +37,7 @@ func (h *Handler) scale(rq *request) {
 			writeError(rq.w, rq.req, err)
 			return
 		}
-		body, _, err := h.readObject(rq.req)
+		body, _, err := h.readObject(rq.req, scaleGVK)
 		if err != nil {
 			writeError(rq.w, rq.req, err)
 			return

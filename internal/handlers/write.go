@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -19,7 +20,7 @@ func (h *Handler) create(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	obj, issues, err := h.readObject(rq.req)
+	obj, issues, err := h.readObject(rq.req, rq.resource.GroupVersionKind())
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -46,7 +47,7 @@ func (h *Handler) update(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	obj, issues, err := h.readObject(rq.req)
+	obj, issues, err := h.readObject(rq.req, rq.resource.GroupVersionKind())
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -102,12 +103,8 @@ func (h *Handler) delete(rq *request) {
 		return
 	}
 	code := http.StatusOK
-	if !res.Deleted {
-		// Finalizers hold the object: kube answers 202 with the object as it now is.
-		writeObject(rq.w, rq.req, http.StatusAccepted, res.Object)
-		return
-	}
-	if rq.resource.ReturnDeletedObject {
+	if !res.Deleted || rq.resource.ReturnDeletedObject {
+		// Finalizers hold the object, or the resource answers with it: the object as it is now.
 		writeObject(rq.w, rq.req, code, res.Object)
 		return
 	}
@@ -140,7 +137,7 @@ func (h *Handler) deleteCollection(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	deleted, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
+	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
 		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions})
 	if err != nil {
 		writeError(rq.w, rq.req, err)
@@ -155,5 +152,5 @@ func (h *Handler) deleteCollection(rq *request) {
 		}
 		items = append(items, raw)
 	}
-	writeBody(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, metav1ListMeta(), items))
+	writeBody(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, metav1.ListMeta{ResourceVersion: rv}, items))
 }

@@ -116,11 +116,11 @@ func markDeleting(r *catalog.Resource, obj *unstructured.Unstructured, now time.
 }
 
 // DeleteCollection deletes every object a list with opts selects, and returns what it deleted
-// or marked for deletion.
-func (s *Service) DeleteCollection(ctx context.Context, r *catalog.Resource, namespace string, list ListOptions, opts DeleteOptions) ([]*unstructured.Unstructured, error) {
-	items, _, err := s.List(ctx, r, namespace, list)
+// or marked for deletion, and the resourceVersion of the list.
+func (s *Service) DeleteCollection(ctx context.Context, r *catalog.Resource, namespace string, list ListOptions, opts DeleteOptions) ([]*unstructured.Unstructured, string, error) {
+	items, meta, err := s.List(ctx, r, namespace, list)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var out []*unstructured.Unstructured
 	for _, item := range items {
@@ -129,9 +129,9 @@ func (s *Service) DeleteCollection(ctx context.Context, r *catalog.Resource, nam
 			continue
 		}
 		if err != nil {
-			return out, err
+			return out, "", err
 		}
 		out = append(out, res.Object)
 	}
-	return out, nil
+	return out, meta.ResourceVersion, nil
 }

@@ -82,11 +82,16 @@ func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
 		f.fields = opts.FieldSelector
 	}
 	supported := map[string]bool{"metadata.name": true, "metadata.namespace": true}
-	for k := range r.Behavior.SelectableFields(&unstructured.Unstructured{Object: map[string]any{}}) {
+	extra := r.Behavior.SelectableFields(&unstructured.Unstructured{Object: map[string]any{}})
+	for k := range extra {
 		supported[k] = true
 	}
 	for _, req := range f.fields.Requirements() {
 		if !supported[req.Field] {
+			if len(extra) == 0 {
+				// Types with no field-label conversion get kube's generic message.
+				return nil, apierrors.NewBadRequest(fmt.Sprintf(`%q is not a known field selector: only "metadata.name", "metadata.namespace"`, req.Field))
+			}
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {

@@ -13,6 +13,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,6 +29,9 @@ type WriteOptions struct {
 	FieldValidation string
 	// DecodeIssues are problems found while decoding the request body (duplicate fields).
 	DecodeIssues []string
+	// Patch is the patch a write applies, if any: strict field validation of a patched object
+	// reports its problems against the patch, as kube-apiserver does.
+	Patch string
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
 	// Manager is the field manager recorded in managedFields for this write.
@@ -114,8 +118,12 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 	if obj.GetAPIVersion() == "" {
 		obj.SetAPIVersion(r.GroupVersion.String())
 	}
-	if obj.GetAPIVersion() != r.GroupVersion.String() || obj.GetKind() != gvk.Kind {
+	if obj.GetAPIVersion() != r.GroupVersion.String() {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
+	}
+	if obj.GetKind() != gvk.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+			obj.GetKind(), gvk.Version, gvk.Kind, gvk.Version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
 	}
 	unknown, err := r.Behavior.Normalize(obj)
 	if err != nil {
@@ -129,6 +137,10 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 	case "Ignore":
 		return nil, nil
 	case "Strict":
+		if opts.Patch != "" {
+			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+				field.Invalid(field.NewPath("patch"), opts.Patch, "strict decoding error: "+strings.Join(issues, ", "))})
+		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", gvk.Kind, gvk.Version, gvk.Kind, strings.Join(issues, ", ")))
 	}
 	return issues, nil
@@ -392,4 +404,14 @@ func blocksDeletion(r *catalog.Resource, obj *unstructured.Unstructured) bool {
 		return len(fs) > 0
 	}
 	return false
+}
+
+// internalPackage names the Go package of a group's internal types, as kube's conversion errors
+// do ("core" for the legacy group, the group's first label otherwise).
+func internalPackage(group string) string {
+	if group == "" {
+		return "core"
+	}
+	first, _, _ := strings.Cut(group, ".")
+	return first
 }

@@ -376,4 +376,3 @@ func comparable(u *unstructured.Unstructured) map[string]any {
 	}
 	return obj
 }
-
