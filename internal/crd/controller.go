@@ -124,6 +124,17 @@ func (c *Controller) sync(ctx context.Context, obj *unstructured.Unstructured) {
 		return
 	}
 	if crd.DeletionTimestamp != nil {
+		if !isTrue(crd.Status.Conditions, apiextensionsv1.Terminating) {
+			status := *crd.Status.DeepCopy()
+			setCondition(&status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
+				Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"}, metav1.NewTime(time.Now().Truncate(time.Second)))
+			c.writeStatus(ctx, crd.Name, status)
+			crd.Status = status
+		}
+		// Still served, so its objects can be deleted, but creates are refused from now on.
+		if isTrue(crd.Status.Conditions, apiextensionsv1.NamesAccepted) {
+			c.cat.SetCustom(crd.Name, c.resources(crd))
+		}
 		if !c.cleaning.Has(crd.Name) {
 			c.cleaning.Insert(crd.Name)
 			go c.cleanup(ctx, crd)

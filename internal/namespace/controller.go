@@ -2,12 +2,19 @@ package namespace
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"log/slog"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -55,8 +62,9 @@ func (c *Controller) finalize(ctx context.Context, namespaces *catalog.Resource,
 		c.mu.Unlock()
 	}()
 	for ctx.Err() == nil {
-		remaining := c.deleteContent(ctx, name)
-		if remaining == 0 {
+		left := c.deleteContent(ctx, name)
+		c.reportConditions(ctx, namespaces, name, left)
+		if left.objects == 0 {
 			break
 		}
 		select {
@@ -86,11 +94,18 @@ func (c *Controller) finalize(ctx context.Context, namespaces *catalog.Resource,
 	}
 }
 
-// deleteContent deletes every namespaced object in the namespace and returns how many objects
-// were still there (including ones held by finalizers).
-func (c *Controller) deleteContent(ctx context.Context, namespace string) int {
+// remaining is what deleting a namespace's content left behind.
+type remaining struct {
+	objects    int
+	byResource map[string]int // "configmaps." → count, as kube's messages name them
+	finalizers map[string]int
+}
+
+// deleteContent deletes every namespaced object in the namespace and reports what was still
+// there (objects held by finalizers included).
+func (c *Controller) deleteContent(ctx context.Context, namespace string) remaining {
+	left := remaining{byResource: map[string]int{}, finalizers: map[string]int{}}
 	seen := map[schema.GroupResource]bool{}
-	remaining := 0
 	for _, r := range c.objects.Catalog().All() {
 		if !r.Namespaced || seen[r.StorageGroupResource] {
 			continue
@@ -98,11 +113,15 @@ func (c *Controller) deleteContent(ctx context.Context, namespace string) int {
 		seen[r.StorageGroupResource] = true
 		items, _, err := c.objects.List(ctx, r, namespace, objects.ListOptions{})
 		if err != nil {
-			remaining++
+			left.objects++
 			continue
 		}
-		remaining += len(items)
 		for _, item := range items {
+			left.objects++
+			left.byResource[r.Name+"."+r.GroupVersion.Group]++
+			for _, f := range item.GetFinalizers() {
+				left.finalizers[f]++
+			}
 			if item.GetDeletionTimestamp() != nil {
 				continue
 			}
@@ -111,5 +130,63 @@ func (c *Controller) deleteContent(ctx context.Context, namespace string) int {
 			}
 		}
 	}
-	return remaining
+	return left
+}
+
+// reportConditions writes the conditions kube's namespace controller keeps on a Terminating
+// namespace, so users can see what it is waiting for.
+func (c *Controller) reportConditions(ctx context.Context, namespaces *catalog.Resource, name string, left remaining) {
+	conds := []corev1.NamespaceCondition{
+		{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionFalse, Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+		{Type: corev1.NamespaceDeletionGVParsingFailure, Status: corev1.ConditionFalse, Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+		{Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionFalse, Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
+		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse, Reason: "ContentRemoved", Message: "All content successfully removed"},
+		{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionFalse, Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
+	}
+	if len(left.byResource) > 0 {
+		conds[3] = corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue, Reason: "SomeResourcesRemain",
+			Message: "Some resources are remaining: " + counts(left.byResource, "%s has %d resource instances")}
+	}
+	if len(left.finalizers) > 0 {
+		conds[4] = corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue, Reason: "SomeFinalizersRemain",
+			Message: "Some content in the namespace has finalizers remaining: " + counts(left.finalizers, "%s in %d resource instances")}
+	}
+	_, err := c.objects.Update(ctx, namespaces, "", name, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		ns := &corev1.Namespace{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(cur.Object, ns); err != nil {
+			return nil, err
+		}
+		now := metav1.Now()
+		for _, want := range conds {
+			i := slices.IndexFunc(ns.Status.Conditions, func(c corev1.NamespaceCondition) bool { return c.Type == want.Type })
+			switch {
+			case i < 0:
+				want.LastTransitionTime = now
+				ns.Status.Conditions = append(ns.Status.Conditions, want)
+			case ns.Status.Conditions[i].Status != want.Status || ns.Status.Conditions[i].Message != want.Message:
+				want.LastTransitionTime = now
+				ns.Status.Conditions[i] = want
+			}
+		}
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ns)
+		if err != nil {
+			return nil, err
+		}
+		cur.Object["status"] = content["status"]
+		cur.SetResourceVersion("")
+		return cur, nil
+	}, objects.WriteOptions{Subresource: "status", Manager: "namespace-controller"})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.log.Warn("updating namespace conditions failed", "namespace", name, "err", err)
+	}
+}
+
+// counts formats name→count pairs in name order, joined as kube does.
+func counts(m map[string]int, format string) string {
+	names := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf(format, n, m[n])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -54,6 +55,10 @@ const maxGenerateNameAttempts = 8
 
 // Create stores a new object in namespace (ignored for cluster-scoped resources).
 func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts WriteOptions) (Result, error) {
+	if r.CRD != nil && r.CRD.DeletionTimestamp != nil {
+		return Result{}, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
+			Reason: metav1.StatusReasonMethodNotAllowed, Message: "create not allowed while custom resource definition is terminating"}}
+	}
 	warnings, err := s.normalize(r, obj, opts)
 	if err != nil {
 		return Result{}, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -21,7 +22,8 @@ import (
 
 // Version is what /version reports: the Kubernetes API level lapis implements.
 var Version = version.Info{
-	Major: "1", Minor: "37", GitVersion: "v1.37.2-lapis", Platform: "linux/amd64", GoVersion: "go",
+	Major: "1", Minor: "37", GitVersion: "v1.37.2-lapis", GitTreeState: "clean", BuildDate: "1970-01-01T00:00:00Z",
+	GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
 }
 
 // chain builds the request path: recover → health/version (open to all) → authenticate →

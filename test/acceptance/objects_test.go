@@ -241,7 +241,7 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 			"configmap/back configmap/db configmap/front")
 		wantEqual(t, "all namespaces by name", l.must(t, "get", "configmaps", "-A", "--field-selector", "metadata.name=db", "-o", "name"), "configmap/db")
 		wantEqual(t, "unsupported field", l.fails(t, "", "get", "configmaps", "-n", "sel", "--field-selector", "data.a=1"),
-			`Error from server (BadRequest): Unable to find "/v1, Resource=configmaps" that match label selector "", field selector "data.a=1": field label not supported: data.a`)
+			`Error from server (BadRequest): Unable to find "/v1, Resource=configmaps" that match label selector "", field selector "data.a=1": "data.a" is not a known field selector: only "metadata.name", "metadata.namespace"`)
 	})
 
 	t.Run("delete by selector, --all and deletecollection", func(t *testing.T) {
