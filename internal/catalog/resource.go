@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +47,10 @@ type Resource struct {
 	// a DNS subdomain, the rule most types use.
 	NameValidation validation.ValidateNameFunc
 
+	// Printer gives the Table columns kubectl shows (kube's printers for built-in types, a CRD's
+	// additionalPrinterColumns). Nil means kube's default: Name and Created At.
+	Printer *Printer
+
 	// Conversion converts between this version and the version objects are stored in. Nil means
 	// the two differ at most in apiVersion, which the pipeline rewrites.
 	Conversion *Conversion
@@ -60,6 +65,13 @@ type ScaleSubresource struct {
 	SpecReplicasPath   string
 	StatusReplicasPath string
 	LabelSelectorPath  string
+}
+
+// Printer describes a resource's Table representation.
+type Printer struct {
+	Columns []metav1.TableColumnDefinition
+	// Cells returns one row's cells, one per column, for an object.
+	Cells func(obj *unstructured.Unstructured) ([]any, error)
 }
 
 // Conversion converts objects between a served version and the storage version, in place.

@@ -3,10 +3,10 @@ package namespace
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
-	"log/slog"
 	"sync"
 	"time"
 
