@@ -19,6 +19,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/tables"
 )
 
 // cleanupFinalizer holds a CRD until its custom resources are gone (kube's name for it).
@@ -287,7 +288,12 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			c.log.Warn("CRD version not served", "name", crd.Name, "version", v.Name, "err", err)
 			continue
 		}
+		printer, err := tables.CustomPrinter(v)
+		if err != nil {
+			c.log.Warn("CRD printer columns ignored", "name", crd.Name, "version", v.Name, "err", err)
+		}
 		r := &catalog.Resource{
+			Printer:              printer,
 			GroupVersion:         schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name},
 			Name:                 names.Plural,
 			Kind:                 names.Kind,

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -10,10 +11,40 @@ import (
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/lapis-dev/lapis/internal/routing"
+	"github.com/lapis-dev/lapis/internal/tables"
 )
 
+// readTarget negotiates the representation of a read, failing with 406.
+func readTarget(req *http.Request, list bool) (routing.Target, error) {
+	target, ok := routing.NegotiateRead(req.Header.Get("Accept"), list)
+	if !ok {
+		return target, notAcceptable()
+	}
+	return target, nil
+}
+
+// converted encodes items as the Table or metadata list the target asks for.
+func converted(rq *request, target routing.Target, items []*unstructured.Unstructured, meta metav1.ListMeta, noHeaders bool) ([]byte, error) {
+	apiVersion := "meta.k8s.io/" + target.Version
+	switch target.As {
+	case "Table":
+		return tables.Build(rq.resource, items, meta, tables.Options{APIVersion: apiVersion, NoHeaders: noHeaders,
+			IncludeObject: metav1.IncludeObjectPolicy(rq.req.URL.Query().Get("includeObject"))})
+	case "PartialObjectMetadataList":
+		return tables.PartialMetadataList(items, meta, apiVersion)
+	case "PartialObjectMetadata":
+		return tables.PartialMetadata(items[0], apiVersion)
+	}
+	return nil, fmt.Errorf("unsupported conversion %q", target.As)
+}
+
 func (h *Handler) get(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	target, err := readTarget(rq.req, false)
+	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -22,16 +53,30 @@ func (h *Handler) get(rq *request) {
 		writeError(rq.w, rq.req, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	raw, err := h.objects.GetRaw(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, 0)
+	if rq.info.Subresource != "status" && rq.info.Subresource != "" {
+		writeError(rq.w, rq.req, apierrors.NewMethodNotSupported(qualified(rq.resource), "get"))
+		return
+	}
+	if target.As == "" {
+		raw, err := h.objects.GetRaw(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, 0)
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		writeBodyAs(rq.w, rq.req, http.StatusOK, raw, target.MediaType)
+		return
+	}
+	obj, err := h.objects.Get(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	if rq.info.Subresource == "status" || rq.info.Subresource == "" {
-		writeBody(rq.w, rq.req, http.StatusOK, raw)
+	body, err := converted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, false)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
 		return
 	}
-	writeError(rq.w, rq.req, apierrors.NewMethodNotSupported(qualified(rq.resource), "get"))
+	writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
 }
 
 // listOptions decodes and validates a list or watch query.
@@ -47,7 +92,8 @@ func listOptions(req *http.Request) (metainternalversion.ListOptions, error) {
 }
 
 func (h *Handler) list(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	target, err := readTarget(rq.req, true)
+	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -60,13 +106,28 @@ func (h *Handler) list(rq *request) {
 		h.watch(rq)
 		return
 	}
+	if target.As != "" {
+		items, list, err := h.objects.List(rq.req.Context(), rq.resource, rq.info.Namespace, opts)
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
+		body, err := converted(rq, target, items, meta, false)
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
+		return
+	}
 	list, err := h.objects.ListRaw(rq.req.Context(), rq.resource, rq.info.Namespace, opts)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
 	meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
-	writeBody(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, list.Items))
+	writeBodyAs(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, list.Items), target.MediaType)
 }
 
 // defaultWatchTimeout bounds watches that ask for no timeout, like kube-apiserver's
@@ -74,6 +135,11 @@ func (h *Handler) list(rq *request) {
 const defaultWatchTimeout = 30 * time.Minute
 
 func (h *Handler) watch(rq *request) {
+	target, err := readTarget(rq.req, true)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
 	opts, err := listOptions(rq.req)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
@@ -97,7 +163,16 @@ func (h *Handler) watch(rq *request) {
 	if flusher != nil {
 		flusher.Flush()
 	}
+	headersSent := false
 	for ev := range events {
+		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted) {
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(ev.Object); err == nil {
+				if body, err := converted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, headersSent); err == nil {
+					ev.Object, headersSent = body, true
+				}
+			}
+		}
 		line, _ := json.Marshal(struct {
 			Type   string          `json:"type"`
 			Object json.RawMessage `json:"object"`

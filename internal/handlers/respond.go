@@ -46,6 +46,11 @@ func writeBody(w http.ResponseWriter, req *http.Request, code int, body []byte) 
 	if !ok {
 		mediaType = routing.JSON
 	}
+	writeBodyAs(w, req, code, body, mediaType)
+}
+
+// writeBodyAs writes a JSON body in mediaType (JSON or YAML).
+func writeBodyAs(w http.ResponseWriter, req *http.Request, code int, body []byte, mediaType string) {
 	if mediaType == routing.YAML {
 		if y, err := yaml.JSONToYAML(body); err == nil {
 			body = y
@@ -80,12 +85,16 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // checkAcceptable fails with 406 when the client accepts nothing lapis can send.
 func checkAcceptable(req *http.Request) error {
 	if _, ok := routing.NegotiateObject(req.Header.Get("Accept")); !ok {
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-			Message: fmt.Sprintf("only the following media types are accepted: %s, %s", routing.JSON, routing.YAML),
-		}}
+		return notAcceptable()
 	}
 	return nil
+}
+
+func notAcceptable() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: fmt.Sprintf("only the following media types are accepted: %s, %s", routing.JSON, routing.YAML),
+	}}
 }
 
 // listBody assembles a list response around already-encoded items.

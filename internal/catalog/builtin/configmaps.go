@@ -28,6 +28,7 @@ func configMaps() *catalog.Resource {
 		ShortNames:           []string{"cm"},
 		StorageGroupResource: schema.GroupResource{Resource: "configmaps"},
 		NameValidation:       apivalidation.NameIsDNSSubdomain,
+		Printer:              configMapPrinter,
 		Behavior: catalog.Typed[corev1.ConfigMap, *corev1.ConfigMap]{
 			Validation: validateConfigMap,
 		},

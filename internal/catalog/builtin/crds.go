@@ -31,6 +31,7 @@ func customResourceDefinitions() *catalog.Resource {
 		SpecTracksGeneration: true,
 		// The name must also be <plural>.<group>; validateCRD reports that.
 		NameValidation: apivalidation.NameIsDNSSubdomain,
+		Printer:        crdPrinter,
 		Behavior: catalog.Typed[apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition]{
 			OnCreate: func(crd *apiextensionsv1.CustomResourceDefinition) {
 				crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}

@@ -35,6 +35,7 @@ func coreEvents() *catalog.Resource {
 		StorageGroupResource: eventsStorage,
 		// core/v1 event names only get kube's generic path-segment check, for old clients' sake.
 		NameValidation: pathSegmentName,
+		Printer:        coreEventPrinter,
 		Behavior: catalog.Typed[corev1.Event, *corev1.Event]{
 			// Requests through core/v1 get only the legacy rules, on create and update alike.
 			Validation: func(ev, _ *corev1.Event) field.ErrorList { return legacyEventErrors(ev) },

@@ -27,6 +27,7 @@ func eventsV1Events() *catalog.Resource {
 		StorageVersion:       coreV1,
 		// The strict events.k8s.io rules include a DNS subdomain name.
 		NameValidation: apivalidation.NameIsDNSSubdomain,
+		Printer:        eventsV1EventPrinter,
 		Conversion:     &catalog.Conversion{ToStorage: eventToStorage, FromStorage: eventFromStorage},
 		Behavior: catalog.Typed[eventsv1.Event, *eventsv1.Event]{
 			// Validation runs on the core/v1 form, so paths name core/v1 fields, as in kube.

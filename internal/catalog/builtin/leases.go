@@ -24,6 +24,7 @@ func leases() *catalog.Resource {
 		Namespaced:           true,
 		StorageGroupResource: schema.GroupResource{Group: coordinationv1.GroupName, Resource: "leases"},
 		NameValidation:       apivalidation.NameIsDNSSubdomain,
+		Printer:              leasePrinter,
 		Behavior: catalog.Typed[coordinationv1.Lease, *coordinationv1.Lease]{
 			OnCreate: func(l *coordinationv1.Lease) { dropDisabledLeaseFields(l, nil) },
 			OnUpdate: dropDisabledLeaseFields,

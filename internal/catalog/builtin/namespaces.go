@@ -25,6 +25,7 @@ func namespaces() *catalog.Resource {
 		HasStatus:            true,
 		ReturnDeletedObject:  true,
 		NameValidation:       apivalidation.NameIsDNSLabel,
+		Printer:              namespacePrinter,
 		Behavior: catalog.Typed[corev1.Namespace, *corev1.Namespace]{
 			OnCreate: func(ns *corev1.Namespace) {
 				ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}

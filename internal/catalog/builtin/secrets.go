@@ -24,6 +24,7 @@ func secrets() *catalog.Resource {
 		Namespaced:           true,
 		StorageGroupResource: schema.GroupResource{Resource: "secrets"},
 		NameValidation:       apivalidation.NameIsDNSSubdomain,
+		Printer:              secretPrinter,
 		Behavior: catalog.Typed[corev1.Secret, *corev1.Secret]{
 			Defaults: defaultSecret,
 			Validation: func(s, old *corev1.Secret) field.ErrorList {

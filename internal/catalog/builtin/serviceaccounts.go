@@ -19,6 +19,7 @@ func serviceAccounts() *catalog.Resource {
 		ShortNames:           []string{"sa"},
 		StorageGroupResource: schema.GroupResource{Resource: "serviceaccounts"},
 		NameValidation:       apivalidation.NameIsDNSSubdomain,
+		Printer:              serviceAccountPrinter,
 		Behavior: catalog.Typed[corev1.ServiceAccount, *corev1.ServiceAccount]{
 			OnCreate: cleanSecretReferences,
 			OnUpdate: func(sa, _ *corev1.ServiceAccount) { cleanSecretReferences(sa) },
