@@ -36,6 +36,10 @@ type Resource struct {
 	HasStatus bool
 	Scale     *ScaleSubresource
 
+	// RequireResourceVersionOnUpdate refuses updates (PUT) without a resourceVersion: kube's
+	// strategies that do not AllowUnconditionalUpdate (custom resources, CRDs).
+	RequireResourceVersionOnUpdate bool
+
 	// SpecTracksGeneration is true when metadata.generation counts changes to anything other than
 	// metadata and status (kube does this for every type with a spec).
 	SpecTracksGeneration bool

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,11 +65,12 @@ func toJSONFor(mediaType string, data []byte, protobufToo bool) ([]byte, error) 
 
 // decodeObject parses a JSON object body. Duplicate fields are returned as issues for
 // fieldValidation; anything that is not a JSON object is a 400.
-func decodeObject(data []byte) (*unstructured.Unstructured, []string, error) {
+func decodeObject(data []byte, kind string) (*unstructured.Unstructured, []string, error) {
 	var content map[string]any
 	strictErrs, err := kjson.UnmarshalStrict(data, &content, kjson.DisallowDuplicateFields)
 	if err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v", err))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)",
+			kind, err, summarizeData(data, 30)))
 	}
 	if content == nil {
 		return nil, nil, apierrors.NewBadRequest("the request body must be a JSON object")
@@ -101,7 +103,7 @@ func (h *Handler) readObject(req *http.Request, gvk schema.GroupVersionKind) (*u
 	if err != nil {
 		return nil, nil, err
 	}
-	return decodeObject(data)
+	return decodeObject(data, gvk.Kind)
 }
 
 var optionsGroupKind = func(kind string) schema.GroupKind { return schema.GroupKind{Group: metav1.GroupName, Kind: kind} }
@@ -166,3 +168,21 @@ func deleteOptions(req *http.Request) (metav1.DeleteOptions, error) {
 }
 
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
+
+// summarizeData quotes the start of a body in an error, as kube-apiserver does.
+func summarizeData(data []byte, maxLength int) string {
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		if len(data) > maxLength {
+			return string(data[:maxLength]) + " ..."
+		}
+		return string(data)
+	default:
+		if len(data) > maxLength {
+			return hex.EncodeToString(data[:maxLength]) + " ..."
+		}
+		return hex.EncodeToString(data)
+	}
+}

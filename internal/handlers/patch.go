@@ -67,6 +67,7 @@ func (h *Handler) patch(rq *request) {
 	// A patch that names a resourceVersion makes it a precondition; otherwise the patch is
 	// re-applied to the newest object if someone else wrote in between.
 	pinned := patchSetsResourceVersion(pt, patch)
+	var patched []byte
 	mutate := func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		currentJSON, err := current.MarshalJSON()
 		if err != nil {
@@ -76,7 +77,8 @@ func (h *Handler) patch(rq *request) {
 		if err != nil {
 			return nil, err
 		}
-		obj, _, err := decodeObject(patchedJSON)
+		patched = patchedJSON
+		obj, _, err := decodeObject(patchedJSON, rq.resource.Kind)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +88,7 @@ func (h *Handler) patch(rq *request) {
 		return obj, nil
 	}
 	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-		Patch: string(patch), Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
+		Patched: &patched, Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
 	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
@@ -107,6 +109,10 @@ func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.Group
 	switch pt {
 	case types.JSONPatchType:
 		var p jsonpatch.Patch
+		var ops []jsonPatchOp
+		if err := json.Unmarshal(patch, &ops); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
 		if p, err = jsonpatch.DecodePatch(patch); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
@@ -182,7 +188,7 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	config, issues, err := decodeObject(data)
+	config, issues, err := decodeObject(data, rq.resource.Kind)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -223,4 +229,13 @@ func managerOrUserAgent(manager, userAgent string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// jsonPatchOp is the shape every JSON patch operation has; its name shows in the decoding error
+// kube-apiserver gives for a patch that is not a list of operations.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
 }

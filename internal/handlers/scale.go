@@ -75,7 +75,7 @@ func (h *Handler) scale(rq *request) {
 				writeError(rq.w, rq.req, err)
 				return
 			}
-			config, _, err := decodeObject(data)
+			config, _, err := decodeObject(data, "Scale")
 			if err != nil {
 				writeError(rq.w, rq.req, err)
 				return
@@ -104,7 +104,7 @@ func (h *Handler) scale(rq *request) {
 			if err != nil {
 				return nil, err
 			}
-			obj, _, err := decodeObject(patched)
+			obj, _, err := decodeObject(patched, "Scale")
 			if err != nil {
 				return nil, err
 			}

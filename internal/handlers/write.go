@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/lapis-dev/lapis/internal/objects"
 )
@@ -50,6 +52,20 @@ func (h *Handler) update(rq *request) {
 	obj, issues, err := h.readObject(rq.req, rq.resource.GroupVersionKind())
 	if err != nil {
 		writeError(rq.w, rq.req, err)
+		return
+	}
+	if name := obj.GetName(); name != "" && name != rq.info.Name {
+		writeError(rq.w, rq.req, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, rq.info.Name)))
+		return
+	}
+	if rq.resource.RequireResourceVersionOnUpdate && obj.GetResourceVersion() == "" && rq.info.Subresource != "finalize" {
+		// kube-apiserver names custom resources by resource here: its typer does not know them.
+		gk := rq.resource.GroupVersionKind().GroupKind()
+		if rq.resource.CRD != nil {
+			gk.Kind = rq.resource.Name
+		}
+		writeError(rq.w, rq.req, apierrors.NewInvalid(gk, rq.info.Name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")}))
 		return
 	}
 	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) { return obj.DeepCopy(), nil }

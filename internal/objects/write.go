@@ -30,9 +30,9 @@ type WriteOptions struct {
 	FieldValidation string
 	// DecodeIssues are problems found while decoding the request body (duplicate fields).
 	DecodeIssues []string
-	// Patch is the patch a write applies, if any: strict field validation of a patched object
-	// reports its problems against the patch, as kube-apiserver does.
-	Patch string
+	// Patched is, for a patch, the patched object's JSON (set by each attempt's mutation):
+	// strict field validation reports its problems against it, as kube-apiserver does.
+	Patched *[]byte
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
 	// Manager is the field manager recorded in managedFields for this write.
@@ -126,6 +126,10 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 	if obj.GetAPIVersion() != r.GroupVersion.String() {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
 	}
+	if obj.GetKind() != gvk.Kind && r.CRD != nil {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: obj.GetKind()}, obj.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("kind"), obj.GetKind(), "must be "+gvk.Kind)})
+	}
 	if obj.GetKind() != gvk.Kind {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
 			obj.GetKind(), gvk.Version, gvk.Kind, gvk.Version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
@@ -142,9 +146,9 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 	case "Ignore":
 		return nil, nil
 	case "Strict":
-		if opts.Patch != "" {
+		if opts.Patched != nil {
 			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
-				field.Invalid(field.NewPath("patch"), opts.Patch, "strict decoding error: "+strings.Join(issues, ", "))})
+				field.Invalid(field.NewPath("patch"), string(*opts.Patched), "strict decoding error: "+strings.Join(issues, ", "))})
 		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", gvk.Kind, gvk.Version, gvk.Kind, strings.Join(issues, ", ")))
 	}

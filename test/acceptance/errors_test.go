@@ -28,7 +28,7 @@ func TestErrors(t *testing.T) {
 	t.Run("malformed JSON body is a 400", func(t *testing.T) {
 		broken := writeFile(t, "broken.json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"`)
 		wantEqual(t, "kubectl create --raw", l.fails(t, "", "create", "--raw", "/api/v1/namespaces/default/configmaps", "-f", broken),
-			`Error from server (BadRequest): couldn't get version/kind; json parse error: unexpected end of JSON input`)
+			`Error from server (BadRequest): the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion":"v1","kind":"Con ...)`)
 	})
 
 	t.Run("invalid names are a 422", func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestErrors(t *testing.T) {
 		}{
 			{"anonymous request", "GET", "/api/v1/namespaces", "", false, 401, "Unauthorized", "Unauthorized"},
 			{"malformed JSON", "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":`, true, 400, "BadRequest",
-				"couldn't get version/kind; json parse error: unexpected end of JSON input"},
+				`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"metadata":)`},
 			{"missing namespace", "POST", "/api/v1/namespaces/nope/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`, true, 404, "NotFound",
 				`namespaces "nope" not found`},
 			{"missing object", "GET", "/api/v1/namespaces/default/configmaps/nothing", "", true, 404, "NotFound",

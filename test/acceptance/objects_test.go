@@ -348,7 +348,7 @@ spec: {holderIdentity: pod-a, leaseDurationSeconds: 15, leaseTransitions: 2, ren
 			{[]string{"namespaces", "types"}, "NAME STATUS AGE", "types Active"},
 			{[]string{"configmaps", "two", "-n", "types"}, "NAME DATA AGE", "two 2"},
 			{[]string{"secrets", "one", "-n", "types"}, "NAME TYPE DATA AGE", "one Opaque 1"},
-			{[]string{"crd", "dials.print.example.com"}, "NAME CREATED AT", "dials.print.example.com 20"},
+			{[]string{"crd", "dials.print.example.com"}, "NAME SCOPE VERSIONS CREATED AT", "dials.print.example.com Namespaced v1(storage) 20"},
 			{[]string{"dials", "d1", "-n", "types"}, "NAME SIZE AGE", "d1 7"},
 		}
 		for _, c := range cases {
