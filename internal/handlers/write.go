@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -59,11 +60,8 @@ func (h *Handler) update(rq *request) {
 		return
 	}
 	if rq.resource.RequireResourceVersionOnUpdate && obj.GetResourceVersion() == "" && rq.info.Subresource != "finalize" {
-		// kube-apiserver names custom resources by resource here: its typer does not know them.
-		gk := rq.resource.GroupVersionKind().GroupKind()
-		if rq.resource.CRD != nil {
-			gk.Kind = rq.resource.Name
-		}
+		// kube-apiserver names the resource, not the kind, in this error.
+		gk := schema.GroupKind{Group: rq.resource.GroupVersion.Group, Kind: rq.resource.Name}
 		writeError(rq.w, rq.req, apierrors.NewInvalid(gk, rq.info.Name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")}))
 		return

@@ -19,16 +19,17 @@ import (
 
 func customResourceDefinitions() *catalog.Resource {
 	return &catalog.Resource{
-		GroupVersion:         apiextensionsv1.SchemeGroupVersion,
-		Name:                 "customresourcedefinitions",
-		Kind:                 "CustomResourceDefinition",
-		ListKind:             "CustomResourceDefinitionList",
-		Singular:             "customresourcedefinition",
-		ShortNames:           []string{"crd", "crds"},
-		Categories:           []string{"api-extensions"},
-		StorageGroupResource: schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
-		HasStatus:            true,
-		SpecTracksGeneration: true,
+		GroupVersion:                   apiextensionsv1.SchemeGroupVersion,
+		Name:                           "customresourcedefinitions",
+		Kind:                           "CustomResourceDefinition",
+		ListKind:                       "CustomResourceDefinitionList",
+		Singular:                       "customresourcedefinition",
+		ShortNames:                     []string{"crd", "crds"},
+		Categories:                     []string{"api-extensions"},
+		StorageGroupResource:           schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"},
+		HasStatus:                      true,
+		SpecTracksGeneration:           true,
+		RequireResourceVersionOnUpdate: true,
 		// The name must also be <plural>.<group>; validateCRD reports that.
 		NameValidation: apivalidation.NameIsDNSSubdomain,
 		Printer:        crdPrinter,
