@@ -22,6 +22,7 @@ import (
 type Managers struct {
 	builtinTypes    managedfields.TypeConverter
 	extensionsTypes managedfields.TypeConverter
+	typed           *runtime.Scheme // knows the Go types of built-in kinds
 
 	mu    sync.Mutex
 	cache map[key]*managedfields.FieldManager
@@ -36,11 +37,30 @@ type key struct {
 func NewManagers() *Managers {
 	extensions := runtime.NewScheme()
 	_ = apiextensionsv1.AddToScheme(extensions)
+	typed := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(typed)
+	_ = apiextensionsv1.AddToScheme(typed)
 	return &Managers{
 		builtinTypes:    applyconfigurations.NewTypeConverter(clientgoscheme.Scheme),
 		extensionsTypes: apiextensionsapply.NewTypeConverter(extensions),
+		typed:           typed,
 		cache:           map[key]*managedfields.FieldManager{},
 	}
+}
+
+// Empty is what a create is compared with to find the fields it sets: the type's zero value,
+// as kube-apiserver's field manager sees it (fields every new object has are nobody's).
+func (m *Managers) Empty(r *catalog.Resource) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	if r.CRD == nil {
+		if obj, err := m.typed.New(r.GroupVersionKind()); err == nil {
+			if content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+				u.Object = content
+			}
+		}
+	}
+	u.SetGroupVersionKind(r.GroupVersionKind())
+	return u
 }
 
 var scaleKind = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
@@ -87,7 +107,7 @@ func (m *Managers) For(r *catalog.Resource, subresource string) (*managedfields.
 
 func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
 	gvk := r.GroupVersionKind()
-	objects := unstructuredObjects{r: r}
+	objects := unstructuredObjects{r: r, m: m}
 	// Versions of a resource differ at most in apiVersion here, so the served version can be
 	// the hub: merged objects come back at the version the request was made at.
 	hub := r.GroupVersion
@@ -175,10 +195,17 @@ func resetFields(r *catalog.Resource, subresource string) map[fieldpath.APIVersi
 // unstructuredObjects is the creater, defaulter and converter the field manager needs, for the
 // unstructured objects lapis handles. Versions of one resource differ only in apiVersion (CRD
 // conversion strategy None) or convert through the resource's storage conversion.
-type unstructuredObjects struct{ r *catalog.Resource } // r is nil for Scale objects
+type unstructuredObjects struct {
+	r *catalog.Resource // nil for Scale objects
+	m *Managers
+}
 
+// New returns the empty object of a kind, typed zero values included, as kube's scheme would.
 func (o unstructuredObjects) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
+	if o.r != nil {
+		u = o.m.Empty(o.r)
+	}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
 }

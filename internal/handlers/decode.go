@@ -152,7 +152,11 @@ func deleteOptions(req *http.Request) (metav1.DeleteOptions, error) {
 	if err != nil {
 		return o, err
 	}
-	if len(strings.TrimSpace(string(data))) > 0 {
+	if contentType(req) == protobufMediaType && len(data) > 0 {
+		if err := decodeProtobufDeleteOptions(data, &o); err != nil {
+			return o, err
+		}
+	} else if len(strings.TrimSpace(string(data))) > 0 {
 		data, err = toJSON(contentType(req), data)
 		if err != nil {
 			return o, err

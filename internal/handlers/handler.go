@@ -50,7 +50,7 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Name))
 		return
 	}
-	rq := &request{w: w, req: req, info: info, resource: r}
+	rq := &request{w: w, req: req, info: info, resource: r, protobuf: h.typed.Recognizes(r.GroupVersionKind())}
 	if info.Subresource == "scale" {
 		h.scale(rq)
 		return
@@ -105,6 +105,8 @@ type request struct {
 	req      *http.Request
 	info     routing.RequestInfo
 	resource *catalog.Resource
+	// protobuf is true when the resource's objects have a Protobuf form (a Go type).
+	protobuf bool
 }
 
 // errNoRoute is kube-apiserver's answer for a path that names no served resource.

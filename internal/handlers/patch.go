@@ -23,7 +23,7 @@ import (
 func patchTypeOf(contentType string) types.PatchType { return types.PatchType(contentType) }
 
 func (h *Handler) patch(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	if err := checkAcceptable(rq); err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -95,7 +95,7 @@ func (h *Handler) patch(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	writeObject(rq.w, rq.req, http.StatusOK, res.Object)
+	h.writeObject(rq, http.StatusOK, res.Object)
 }
 
 func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []byte) ([]byte, error) {
@@ -208,7 +208,7 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	if res.Created {
 		code = http.StatusCreated
 	}
-	writeObject(rq.w, rq.req, code, res.Object)
+	h.writeObject(rq, code, res.Object)
 }
 
 // managerOrUserAgent is kube-apiserver's default field manager: the fieldManager parameter, else

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -14,17 +15,32 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/routing"
 	"github.com/lapis-dev/lapis/internal/tables"
 )
 
 // readTarget negotiates the representation of a read, failing with 406.
-func readTarget(req *http.Request, list bool) (routing.Target, error) {
-	target, ok := routing.NegotiateRead(req.Header.Get("Accept"), list)
+func readTarget(rq *request, list bool) (routing.Target, error) {
+	target, ok := routing.NegotiateRead(rq.req.Header.Get("Accept"), list, rq.protobuf)
 	if !ok {
 		return target, notAcceptable()
 	}
 	return target, nil
+}
+
+// writeConverted answers a read with items as the Table or metadata target asks for.
+func writeConverted(rq *request, target routing.Target, items []*unstructured.Unstructured, meta metav1.ListMeta) {
+	if target.MediaType == routing.Protobuf {
+		writeProtobuf(rq.w, rq.req, http.StatusOK, partialMetadata(target, items, meta))
+		return
+	}
+	body, err := converted(rq, target, items, meta, false)
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
 }
 
 // converted encodes items as the Table or metadata list the target asks for.
@@ -43,7 +59,7 @@ func converted(rq *request, target routing.Target, items []*unstructured.Unstruc
 }
 
 func (h *Handler) get(rq *request) {
-	target, err := readTarget(rq.req, false)
+	target, err := readTarget(rq, false)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -63,7 +79,7 @@ func (h *Handler) get(rq *request) {
 			writeError(rq.w, rq.req, err)
 			return
 		}
-		writeBodyAs(rq.w, rq.req, http.StatusOK, raw, target.MediaType)
+		h.writeStored(rq, http.StatusOK, target.MediaType, raw)
 		return
 	}
 	obj, err := h.objects.Get(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name)
@@ -71,12 +87,7 @@ func (h *Handler) get(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	body, err := converted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, false)
-	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
-	}
-	writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
+	writeConverted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
 }
 
 // listOptions decodes and validates a list or watch query.
@@ -92,7 +103,7 @@ func listOptions(req *http.Request) (metainternalversion.ListOptions, error) {
 }
 
 func (h *Handler) list(rq *request) {
-	target, err := readTarget(rq.req, true)
+	target, err := readTarget(rq, true)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -113,12 +124,7 @@ func (h *Handler) list(rq *request) {
 			return
 		}
 		meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
-		body, err := converted(rq, target, items, meta, false)
-		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
-		}
-		writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
+		writeConverted(rq, target, items, meta)
 		return
 	}
 	list, err := h.objects.ListRaw(rq.req.Context(), rq.resource, rq.info.Namespace, opts)
@@ -127,7 +133,7 @@ func (h *Handler) list(rq *request) {
 		return
 	}
 	meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
-	writeBodyAs(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, list.Items), target.MediaType)
+	h.writeList(rq, http.StatusOK, target.MediaType, meta, list.Items)
 }
 
 // defaultWatchTimeout bounds watches that ask for no timeout, like kube-apiserver's
@@ -135,7 +141,7 @@ func (h *Handler) list(rq *request) {
 const defaultWatchTimeout = 30 * time.Minute
 
 func (h *Handler) watch(rq *request) {
-	target, err := readTarget(rq.req, true)
+	target, err := readTarget(rq, true)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -157,14 +163,30 @@ func (h *Handler) watch(rq *request) {
 		return
 	}
 	flusher, _ := rq.w.(http.Flusher)
-	rq.w.Header().Set("Content-Type", "application/json")
+	encode, contentType := jsonWatch(rq, target, rq.w), routing.JSON
+	if target.MediaType == routing.Protobuf {
+		encode, contentType = h.protobufWatch(rq, target, rq.w), protobufWatchMediaType
+	}
+	rq.w.Header().Set("Content-Type", contentType)
 	rq.w.Header().Set("Transfer-Encoding", "chunked")
 	rq.w.WriteHeader(http.StatusOK)
 	if flusher != nil {
 		flusher.Flush()
 	}
-	headersSent := false
 	for ev := range events {
+		if err := encode(ev); err != nil {
+			return
+		}
+		if flusher != nil && len(events) == 0 {
+			flusher.Flush()
+		}
+	}
+}
+
+// jsonWatch returns the encoder of a JSON watch stream written to w: one event a line.
+func jsonWatch(rq *request, target routing.Target, w io.Writer) func(objects.WatchEvent) error {
+	headersSent := false
+	return func(ev objects.WatchEvent) error {
 		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted) {
 			obj := &unstructured.Unstructured{}
 			if err := obj.UnmarshalJSON(ev.Object); err == nil {
@@ -178,11 +200,7 @@ func (h *Handler) watch(rq *request) {
 			Object json.RawMessage `json:"object"`
 		}{string(ev.Type), ev.Object})
 		line = append(line, '\n')
-		if _, err := rq.w.Write(line); err != nil {
-			return
-		}
-		if flusher != nil && len(events) == 0 {
-			flusher.Flush()
-		}
+		_, err := w.Write(line)
+		return err
 	}
 }

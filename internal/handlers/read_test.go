@@ -133,7 +133,7 @@ func TestNegotiation(t *testing.T) {
 	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("a", map[string]string{"k": "v"})})
 	const (
 		table         = "application/json;as=Table;g=meta.k8s.io;v=v1"
-		notAcceptable = "only the following media types are accepted: application/json, application/yaml"
+		notAcceptable = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
 	)
 	tests := []struct {
 		name   string

@@ -32,20 +32,26 @@ func writeError(w http.ResponseWriter, req *http.Request, err error) {
 	if status.Code == 0 {
 		status.Code = http.StatusInternalServerError
 	}
-	body, _ := json.Marshal(status)
 	if retry := status.Details; retry != nil && retry.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.RetryAfterSeconds)))
 	}
-	writeBody(w, req, int(status.Code), body)
+	// A Status has a Protobuf form whatever the resource: kube-apiserver answers errors in
+	// Protobuf to clients that ask for it, custom resources included.
+	writeStatus(w, req, int(status.Code), &status, true)
 }
 
-// writeBody writes a JSON body in the negotiated media type (JSON unless the client asked for
-// YAML; status errors never fail negotiation).
-func writeBody(w http.ResponseWriter, req *http.Request, code int, body []byte) {
-	mediaType, ok := routing.NegotiateObject(req.Header.Get("Accept"))
+// writeStatus writes a Status in the negotiated media type (JSON when the client accepts none:
+// statuses never fail negotiation); protobuf says whether Protobuf may be negotiated.
+func writeStatus(w http.ResponseWriter, req *http.Request, code int, status *metav1.Status, protobuf bool) {
+	mediaType, ok := routing.NegotiateObject(req.Header.Get("Accept"), protobuf)
 	if !ok {
 		mediaType = routing.JSON
 	}
+	if mediaType == routing.Protobuf {
+		writeProtobuf(w, req, code, status)
+		return
+	}
+	body, _ := json.Marshal(status)
 	writeBodyAs(w, req, code, body, mediaType)
 }
 
@@ -58,7 +64,12 @@ func writeBodyAs(w http.ResponseWriter, req *http.Request, code int, body []byte
 			mediaType = routing.JSON
 		}
 	}
-	w.Header().Set("Content-Type", mediaType)
+	send(w, req, code, mediaType, body)
+}
+
+// send writes an encoded body.
+func send(w http.ResponseWriter, req *http.Request, code int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	if req.Method != http.MethodHead {
@@ -66,13 +77,62 @@ func writeBodyAs(w http.ResponseWriter, req *http.Request, code int, body []byte
 	}
 }
 
-func writeObject(w http.ResponseWriter, req *http.Request, code int, obj *unstructured.Unstructured) {
-	body, err := obj.MarshalJSON()
-	if err != nil {
-		writeError(w, req, err)
+// responseType is the negotiated media type of a write's answer (checkAcceptable has refused
+// requests that accept none).
+func responseType(rq *request) string {
+	mediaType, ok := routing.NegotiateObject(rq.req.Header.Get("Accept"), rq.protobuf)
+	if !ok {
+		return routing.JSON
+	}
+	return mediaType
+}
+
+// writeObject answers with obj in the negotiated media type.
+func (h *Handler) writeObject(rq *request, code int, obj *unstructured.Unstructured) {
+	mediaType := responseType(rq)
+	if mediaType == routing.Protobuf {
+		typed, err := h.typedFromUnstructured(obj)
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		writeProtobuf(rq.w, rq.req, code, typed)
 		return
 	}
-	writeBody(w, req, code, body)
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		writeError(rq.w, rq.req, err)
+		return
+	}
+	writeBodyAs(rq.w, rq.req, code, body, mediaType)
+}
+
+// writeStored answers with a stored object's JSON in mediaType.
+func (h *Handler) writeStored(rq *request, code int, mediaType string, raw []byte) {
+	if mediaType == routing.Protobuf {
+		typed, err := h.typedFromJSON(rq.resource.GroupVersionKind(), raw)
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		writeProtobuf(rq.w, rq.req, code, typed)
+		return
+	}
+	writeBodyAs(rq.w, rq.req, code, raw, mediaType)
+}
+
+// writeList answers with a list of the resource's objects, items in JSON, in mediaType.
+func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1.ListMeta, items [][]byte) {
+	if mediaType == routing.Protobuf {
+		list, err := h.typedList(rq.resource, meta, items)
+		if err != nil {
+			writeError(rq.w, rq.req, err)
+			return
+		}
+		writeProtobuf(rq.w, rq.req, code, list)
+		return
+	}
+	writeBodyAs(rq.w, rq.req, code, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items), mediaType)
 }
 
 // writeWarnings sets Warning headers the way kube-apiserver does (RFC 7234, code 299).
@@ -83,8 +143,8 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 }
 
 // checkAcceptable fails with 406 when the client accepts nothing lapis can send.
-func checkAcceptable(req *http.Request) error {
-	if _, ok := routing.NegotiateObject(req.Header.Get("Accept")); !ok {
+func checkAcceptable(rq *request) error {
+	if _, ok := routing.NegotiateObject(rq.req.Header.Get("Accept"), rq.protobuf); !ok {
 		return notAcceptable()
 	}
 	return nil
@@ -93,7 +153,9 @@ func checkAcceptable(req *http.Request) error {
 func notAcceptable() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: fmt.Sprintf("only the following media types are accepted: %s, %s", routing.JSON, routing.YAML),
+		// kube-apiserver lists Protobuf for custom resources too, though it serves them only
+		// PartialObjectMetadata in it.
+		Message: fmt.Sprintf("only the following media types are accepted: %s, %s, %s", routing.JSON, routing.YAML, routing.Protobuf),
 	}}
 }
 

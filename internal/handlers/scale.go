@@ -18,7 +18,7 @@ var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind
 
 // scale serves the scale subresource: get, update, patch (incl. apply) of an autoscaling/v1 Scale.
 func (h *Handler) scale(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	if err := checkAcceptable(rq); err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -30,7 +30,7 @@ func (h *Handler) scale(rq *request) {
 			writeError(rq.w, rq.req, err)
 			return
 		}
-		writeObject(rq.w, rq.req, http.StatusOK, scale)
+		h.writeObject(rq, http.StatusOK, scale)
 	case "update":
 		opts, err := updateOptions(rq.req)
 		if err != nil {
@@ -125,7 +125,7 @@ func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, track bo
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	writeObject(rq.w, rq.req, http.StatusOK, res.Object)
+	h.writeObject(rq, http.StatusOK, res.Object)
 }
 
 func checkScaleKind(obj *unstructured.Unstructured) error {

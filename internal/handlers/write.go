@@ -14,7 +14,7 @@ import (
 )
 
 func (h *Handler) create(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	if err := checkAcceptable(rq); err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -37,11 +37,11 @@ func (h *Handler) create(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	writeObject(rq.w, rq.req, http.StatusCreated, res.Object)
+	h.writeObject(rq, http.StatusCreated, res.Object)
 }
 
 func (h *Handler) update(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	if err := checkAcceptable(rq); err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -79,7 +79,7 @@ func (h *Handler) update(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	writeObject(rq.w, rq.req, http.StatusOK, res.Object)
+	h.writeObject(rq, http.StatusOK, res.Object)
 }
 
 // finalizeNamespace is the namespaces/finalize subresource: only spec.finalizers changes.
@@ -100,7 +100,7 @@ func finalizeNamespace(body *unstructured.Unstructured) objects.Mutation {
 }
 
 func (h *Handler) delete(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	if err := checkAcceptable(rq); err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -110,34 +110,46 @@ func (h *Handler) delete(rq *request) {
 		return
 	}
 	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
-		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions,
+		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
 	})
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
 	code := http.StatusOK
+	if !res.Deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+		// kube-apiserver answers 202 when the client asked for cascading deletion the legacy way
+		// and the object is not gone yet.
+		code = http.StatusAccepted
+	}
 	if !res.Deleted || rq.resource.ReturnDeletedObject {
 		// Finalizers hold the object, or the resource answers with it: the object as it is now.
-		writeObject(rq.w, rq.req, code, res.Object)
+		h.writeObject(rq, code, res.Object)
 		return
 	}
-	writeBody(rq.w, rq.req, code, successStatus(rq, res.Object))
+	writeStatus(rq.w, rq.req, code, successStatus(rq, res.Object), rq.protobuf)
 }
 
-func successStatus(rq *request, obj *unstructured.Unstructured) []byte {
-	details := map[string]any{"name": obj.GetName(), "kind": rq.resource.Name, "uid": string(obj.GetUID())}
-	if g := rq.resource.GroupVersion.Group; g != "" {
-		details["group"] = g
+// propagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
+// has refused it alongside propagationPolicy) means Orphan when true and Background when false.
+func propagationPolicy(opts metav1.DeleteOptions) *metav1.DeletionPropagation {
+	if o := opts.OrphanDependents; o != nil {
+		p := metav1.DeletePropagationBackground
+		if *o {
+			p = metav1.DeletePropagationOrphan
+		}
+		return &p
 	}
-	body, _ := (&unstructured.Unstructured{Object: map[string]any{
-		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": "Success", "details": details,
-	}}).MarshalJSON()
-	return body
+	return opts.PropagationPolicy
+}
+
+func successStatus(rq *request, obj *unstructured.Unstructured) *metav1.Status {
+	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+		Details: &metav1.StatusDetails{Name: obj.GetName(), Group: rq.resource.GroupVersion.Group, Kind: rq.resource.Name, UID: obj.GetUID()}}
 }
 
 func (h *Handler) deleteCollection(rq *request) {
-	if err := checkAcceptable(rq.req); err != nil {
+	if err := checkAcceptable(rq); err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
@@ -152,7 +164,7 @@ func (h *Handler) deleteCollection(rq *request) {
 		return
 	}
 	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
-		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions})
+		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts)})
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -166,5 +178,5 @@ func (h *Handler) deleteCollection(rq *request) {
 		}
 		items = append(items, raw)
 	}
-	writeBody(rq.w, rq.req, http.StatusOK, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, metav1.ListMeta{ResourceVersion: rv}, items))
+	h.writeList(rq, http.StatusOK, responseType(rq), metav1.ListMeta{ResourceVersion: rv}, items)
 }

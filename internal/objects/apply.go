@@ -68,9 +68,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 			return res, err
 		}
 		// Nothing to merge into: the configuration creates the object.
-		live := &unstructured.Unstructured{Object: map[string]any{}}
-		live.SetGroupVersionKind(r.GroupVersionKind())
-		created, err := merge(live)
+		created, err := merge(s.fields.Empty(r))
 		if err != nil {
 			return Result{}, err
 		}

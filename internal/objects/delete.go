@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -19,7 +20,15 @@ import (
 type DeleteOptions struct {
 	DryRun        bool
 	Preconditions *metav1.Preconditions
+	// PropagationPolicy says what becomes of the object's dependents (the legacy orphanDependents
+	// maps onto it: true is Orphan, false Background). Nil keeps the orphan or foregroundDeletion
+	// finalizer the object may already carry, else applies the resource's default, which is
+	// Background for every resource lapis serves: the object goes now, the garbage collector
+	// deletes its dependents afterwards.
+	PropagationPolicy *metav1.DeletionPropagation
 }
+
+var crdsResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
 // DeleteResult is the outcome of a delete.
 type DeleteResult struct {
@@ -53,8 +62,13 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		if err := checkPreconditions(r, obj, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
 		}
+		deleting := obj.GetDeletionTimestamp() != nil
+		changed := false
+		if appliesPropagation(r, obj) {
+			changed = setPropagationFinalizers(obj, opts.PropagationPolicy)
+		}
 		if blocksDeletion(r, obj) {
-			if obj.GetDeletionTimestamp() != nil {
+			if deleting && !changed {
 				return DeleteResult{Object: obj}, nil // already being deleted
 			}
 			markDeleting(r, obj, s.now())
@@ -104,8 +118,63 @@ func checkPreconditions(r *catalog.Resource, obj *unstructured.Unstructured, p *
 	return nil
 }
 
-// markDeleting records that deletion has begun; finalizers then run.
+// appliesPropagation reports whether a delete sets obj's garbage collection finalizers. Like
+// kube-apiserver's registries, a namespace's first delete sets them but later ones leave them
+// while its content is being deleted, and a CRD's first delete only begins removing its objects.
+func appliesPropagation(r *catalog.Resource, obj *unstructured.Unstructured) bool {
+	switch r.StorageGroupResource {
+	case namespacesResource:
+		if obj.GetDeletionTimestamp() == nil {
+			return true
+		}
+		fs, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers")
+		return len(fs) == 0
+	case crdsResource:
+		return obj.GetDeletionTimestamp() != nil
+	}
+	return true
+}
+
+// setPropagationFinalizers makes obj carry the orphan or foregroundDeletion finalizer policy
+// asks for, as kube-apiserver's deletionFinalizersForGarbageCollection does, and reports whether
+// the set changed. Without a policy, a finalizer already there stands; lapis serves no type
+// whose default policy is to orphan.
+func setPropagationFinalizers(obj *unstructured.Unstructured, policy *metav1.DeletionPropagation) bool {
+	if policy == nil {
+		return false
+	}
+	old := obj.GetFinalizers()
+	fs := make([]string, 0, len(old)+1)
+	for _, f := range old {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			fs = append(fs, f)
+		}
+	}
+	switch *policy {
+	case metav1.DeletePropagationOrphan:
+		fs = append(fs, metav1.FinalizerOrphanDependents)
+	case metav1.DeletePropagationForeground:
+		fs = append(fs, metav1.FinalizerDeleteDependents)
+	}
+	if sets.New(fs...).Equal(sets.New(old...)) {
+		return false
+	}
+	if len(fs) == 0 {
+		fs = nil
+	}
+	obj.SetFinalizers(fs)
+	return true
+}
+
+// markDeleting records that deletion has begun; finalizers then run. A deletion timestamp
+// already set stands.
 func markDeleting(r *catalog.Resource, obj *unstructured.Unstructured, now time.Time) {
+	if obj.GetDeletionTimestamp() != nil {
+		return
+	}
+	if g := obj.GetGeneration(); g > 0 && r.StorageGroupResource != namespacesResource && r.StorageGroupResource != crdsResource {
+		obj.SetGeneration(g + 1) // kube-apiserver's markAsDeleting counts the start of deletion
+	}
 	ts := nowTime(now)
 	obj.SetDeletionTimestamp(&ts)
 	zero := int64(0)

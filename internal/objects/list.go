@@ -18,6 +18,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
 // ListOptions are a list's query parameters, selectors already parsed.
@@ -67,10 +68,11 @@ func decodeContinue(token string) (continueToken, error) {
 
 // filter decides whether a stored object belongs in a list or watch.
 type filter struct {
-	r         *catalog.Resource
-	labels    labels.Selector
-	fields    fields.Selector
-	needsBody bool // false when the key alone (namespace, name) decides
+	r           *catalog.Resource
+	labels      labels.Selector
+	fields      fields.Selector
+	needsBody   bool // false when the key alone (namespace, name) decides
+	needsFields bool // true when a field beyond metadata.name and metadata.namespace is selected
 }
 
 func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
@@ -95,7 +97,7 @@ func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
-			f.needsBody = true
+			f.needsBody, f.needsFields = true, true
 		}
 	}
 	if !f.labels.Empty() {
@@ -131,6 +133,21 @@ func (f *filter) matches(key string, obj *unstructured.Unstructured) bool {
 // ListRaw reads a page of objects in namespace ("" for all namespaces).
 func (s *Service) ListRaw(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) (RawList, error) {
 	var out RawList
+	if s.servesFromCache(&opts) {
+		f, err := newFilter(r, &opts)
+		if err != nil {
+			return out, err
+		}
+		err = s.listCached(ctx, r, namespace, opts, f, func(e *watchcache.Entry) error {
+			raw, err := s.rawFromEntry(r, e, e.ModRevision)
+			out.Items = append(out.Items, raw)
+			return err
+		}, &out)
+		if !errors.Is(err, errUseStorage) {
+			return out, err
+		}
+		out = RawList{}
+	}
 	err := s.list(ctx, r, namespace, opts, func(kv storage.KeyValue, obj *unstructured.Unstructured) error {
 		var raw []byte
 		var err error
@@ -149,6 +166,21 @@ func (s *Service) ListRaw(ctx context.Context, r *catalog.Resource, namespace st
 func (s *Service) List(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) ([]*unstructured.Unstructured, RawList, error) {
 	var items []*unstructured.Unstructured
 	var meta RawList
+	if s.servesFromCache(&opts) {
+		f, err := newFilter(r, &opts)
+		if err != nil {
+			return nil, meta, err
+		}
+		err = s.listCached(ctx, r, namespace, opts, f, func(e *watchcache.Entry) error {
+			obj, err := s.objectFromEntry(r, e)
+			items = append(items, obj)
+			return err
+		}, &meta)
+		if !errors.Is(err, errUseStorage) {
+			return items, meta, err
+		}
+		items, meta = nil, RawList{}
+	}
 	err := s.list(ctx, r, namespace, opts, func(kv storage.KeyValue, obj *unstructured.Unstructured) error {
 		if obj == nil {
 			var err error
@@ -171,13 +203,17 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 	prefix := listPrefix(r, namespace)
 	var rev int64
 	var after string
+	if opts.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+	}
 	if opts.Continue != "" {
 		tok, err := decodeContinue(opts.Continue)
 		if err != nil {
 			return apierrors.NewBadRequest(err.Error())
 		}
 		rev, after = tok.ResourceVersion, prefix+tok.StartKey
-	} else if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+	} else if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact || (opts.Limit > 0 && opts.ResourceVersion != "0") {
+		// Exact, asked for or implied by a paged list at a given resourceVersion.
 		if rev, err = parseRevision(opts.ResourceVersion); err != nil {
 			return err
 		}

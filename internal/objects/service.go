@@ -16,6 +16,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
 // Service reads and writes objects of any catalogued resource.
@@ -23,6 +24,7 @@ type Service struct {
 	store  *storage.Store
 	cat    *catalog.Catalog
 	fields *apply.Managers
+	caches *watchcache.Caches // nil: every read goes to storage
 	now    func() time.Time
 }
 
@@ -69,6 +71,11 @@ func (s *Service) fromStorage(r *catalog.Resource, kv storage.KeyValue) (*unstru
 	if err != nil {
 		return nil, err
 	}
+	return s.present(r, obj)
+}
+
+// present turns a decoded object at its stored version into the object served at r's version.
+func (s *Service) present(r *catalog.Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if r.Conversion != nil {
 		if err := r.Conversion.FromStorage(obj); err != nil {
 			return nil, err

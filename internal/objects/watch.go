@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,21 +13,164 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
-// WatchEvent is one event of a watch, its object already encoded as JSON.
+// WatchEvent is one event of a watch, its object already encoded as JSON. Watchers of the same
+// change at the same version share the encoded bytes.
 type WatchEvent struct {
 	Type   watch.EventType
 	Object json.RawMessage
 }
 
-// Watch streams changes to the objects opts selects in namespace ("" for all). With no
-// resourceVersion (or "0") it starts with an ADDED event for each current object.
+// bookmarkInterval is how often a watch that allows bookmarks is told how far it has come.
+const bookmarkInterval = time.Minute
+
+// initialEventsEnd marks the bookmark that ends a watch's initial events (sendInitialEvents).
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+// Watch streams changes to the objects opts selects in namespace ("" for all): with no
+// resourceVersion (the most recent state) or "0" (any state) it starts with an ADDED event for
+// each object, with a resourceVersion it streams the changes after it. sendInitialEvents starts
+// with the objects at a state not older than resourceVersion and marks their end with a bookmark.
 func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) (<-chan WatchEvent, error) {
 	f, err := newFilter(r, &opts)
 	if err != nil {
 		return nil, err
 	}
+	if s.caches == nil {
+		return s.watchStorage(ctx, r, namespace, opts, f)
+	}
+	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	initial := sendInitial || opts.ResourceVersion == "" || opts.ResourceVersion == "0"
+	var after int64
+	var c *watchcache.Cache
+	if initial {
+		c, err = s.freshCache(ctx, r, opts.ResourceVersion)
+		if errors.Is(err, errUseStorage) && !sendInitial {
+			return s.watchStorage(ctx, r, namespace, opts, f)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		if after, err = parseRevision(opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+		c = s.cacheOf(r)
+	}
+	w, snap, err := c.Watch(ctx, listPrefix(r, namespace), after, initial)
+	var tooOld *watchcache.TooOldError
+	if errors.As(err, &tooOld) {
+		// Older than the cache's memory: storage may still have the history (or answers 410).
+		return s.watchStorage(ctx, r, namespace, opts, f)
+	}
+	if err != nil {
+		return nil, storageError(r, "", err)
+	}
+	out := make(chan WatchEvent, 64)
+	go s.streamCached(ctx, r, f, opts, w, snap, sendInitial, out)
+	return out, nil
+}
+
+func (s *Service) streamCached(ctx context.Context, r *catalog.Resource, f *filter, opts ListOptions, w *watchcache.Watcher,
+	snap watchcache.Snapshot, sendInitial bool, out chan<- WatchEvent) {
+	defer close(out)
+	defer w.Stop()
+	send := func(ev WatchEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for _, e := range snap.Objects {
+		if !s.matchesEntry(r, f, e) {
+			continue
+		}
+		raw, err := s.rawFromEntry(r, e, e.ModRevision)
+		if err != nil || !send(WatchEvent{Type: watch.Added, Object: raw}) {
+			return
+		}
+	}
+	last := snap.Revision
+	if sendInitial && !send(WatchEvent{Type: watch.Bookmark, Object: bookmark(r, last, true)}) {
+		return
+	}
+	var tick <-chan time.Time
+	if opts.AllowWatchBookmarks {
+		t := time.NewTicker(bookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			if rev := s.cacheOf(r).Revision(); rev > last {
+				last = rev
+				if !send(WatchEvent{Type: watch.Bookmark, Object: bookmark(r, rev, false)}) {
+					return
+				}
+			}
+		case e, ok := <-w.Events():
+			if !ok {
+				return // fell behind, or the cache started over: the client resumes from last
+			}
+			last = e.Revision
+			typ, show := s.eventType(r, f, e)
+			if !show {
+				continue
+			}
+			raw, err := e.Encoded(r.GroupVersion.String(), func() ([]byte, error) { return s.rawFromEntry(r, e.Object, e.Revision) })
+			if err != nil {
+				send(errorEvent(apierrors.NewInternalError(err)))
+				return
+			}
+			if !send(WatchEvent{Type: typ, Object: raw}) {
+				return
+			}
+		}
+	}
+}
+
+// eventType is what a watcher with filter f sees of a change: an object moving out of the
+// selection is DELETED, moving in ADDED.
+func (s *Service) eventType(r *catalog.Resource, f *filter, e *watchcache.Event) (watch.EventType, bool) {
+	if e.Type == storage.Deleted {
+		return watch.Deleted, s.matchesEntry(r, f, e.Object)
+	}
+	now := s.matchesEntry(r, f, e.Object)
+	before := e.Previous != nil && s.matchesEntry(r, f, e.Previous)
+	switch {
+	case now && before:
+		return watch.Modified, true
+	case now:
+		return watch.Added, true
+	case before:
+		return watch.Deleted, true
+	}
+	return "", false
+}
+
+// bookmark is a BOOKMARK event's object: the resource's kind with only a resourceVersion (and
+// the initial-events-end annotation where it ends a watch's initial events).
+func bookmark(r *catalog.Resource, rev int64, initialEnd bool) json.RawMessage {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(r.GroupVersionKind())
+	u.SetResourceVersion(revisionString(rev))
+	if initialEnd {
+		u.SetAnnotations(map[string]string{initialEventsEnd: "true"})
+	}
+	raw, _ := u.MarshalJSON()
+	return raw
+}
+
+// watchStorage watches etcd directly: when no cache is in use, or for resourceVersions older
+// than the cache remembers.
+func (s *Service) watchStorage(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions, f *filter) (<-chan WatchEvent, error) {
 	out := make(chan WatchEvent, 64)
 	var initial [][]byte
 	start, err := parseRevision(opts.ResourceVersion)
@@ -41,7 +185,7 @@ func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace stri
 		initial = list.Items
 		start, _ = parseRevision(list.ResourceVersion)
 	}
-	events, errc := s.store.Watch(ctx, listPrefix(r, namespace), start)
+	batches, errc := s.store.Watch(ctx, listPrefix(r, namespace), start)
 	go func() {
 		defer close(out)
 		send := func(ev WatchEvent) bool {
@@ -57,8 +201,8 @@ func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace stri
 				return
 			}
 		}
-		for batch := range events {
-			for _, ev := range batch {
+		for batch := range batches {
+			for _, ev := range batch.Events {
 				we, ok, err := s.watchEvent(r, f, ev)
 				if err != nil {
 					send(errorEvent(apierrors.NewInternalError(err)))
@@ -80,8 +224,7 @@ func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace stri
 	return out, nil
 }
 
-// watchEvent translates a storage change into what a watcher with filter f sees: an object
-// moving out of the selection is a DELETED event, moving in an ADDED one.
+// watchEvent translates a storage change into what a watcher with filter f sees.
 func (s *Service) watchEvent(r *catalog.Resource, f *filter, ev storage.Event) (WatchEvent, bool, error) {
 	decode := func(kv storage.KeyValue) (*unstructured.Unstructured, error) {
 		if kv.Value == nil {
@@ -116,7 +259,6 @@ func (s *Service) watchEvent(r *catalog.Resource, f *filter, ev storage.Event) (
 		typ = watch.Added
 	case matches(prev, ev.Previous.Key):
 		typ = watch.Deleted
-		obj = cur // the object as it is now, no longer selected
 	default:
 		return WatchEvent{}, false, nil
 	}

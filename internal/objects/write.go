@@ -80,11 +80,13 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
 		}
 		r.Behavior.Default(obj)
-		prepareCreateMeta(r, obj, s.now())
-		r.Behavior.PrepareForCreate(obj)
+		// As in kube-apiserver: fields are tracked as the client sent them (defaulted), before
+		// the strategy resets what clients may not set.
 		if obj, err = s.trackFields(r, nil, obj, opts); err != nil {
 			return Result{}, err
 		}
+		prepareCreateMeta(r, obj, s.now())
+		r.Behavior.PrepareForCreate(obj)
 		if errs := validateCreate(r, obj); len(errs) > 0 {
 			return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), obj.GetName(), errs)
 		}
@@ -289,6 +291,16 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 
 // prepareUpdate runs the update half of the pipeline on obj, given the current object old.
 func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, error) {
+	if r.CRD == nil {
+		// kube-apiserver decodes built-in objects into Go types, where `managedFields: []` is an
+		// empty, non-nil list: the field manager takes it as a reset, as it does [{}]. (Custom
+		// resources stay unstructured there, and [] leaves their managedFields alone.)
+		if mf, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields"); found {
+			if list, ok := mf.([]any); ok && len(list) == 0 {
+				_ = unstructured.SetNestedField(obj.Object, []any{map[string]any{}}, "metadata", "managedFields")
+			}
+		}
+	}
 	warnings, err := s.normalize(r, obj, opts)
 	if err != nil {
 		return Result{}, err
@@ -314,8 +326,6 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 			next.SetManagedFields(obj.GetManagedFields()) // as the apply merge recorded them
 		}
 		*obj = *next
-	} else if opts.Subresource == "" {
-		r.Behavior.PrepareForUpdate(obj, old)
 	}
 	r.Behavior.Default(obj)
 	tracked, err := s.trackFields(r, old, obj, opts)
@@ -323,6 +333,9 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 		return Result{}, err
 	}
 	*obj = *tracked
+	if opts.Subresource == "" {
+		r.Behavior.PrepareForUpdate(obj, old)
+	}
 	carryUpdateMeta(r, obj, old)
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
 	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, nameValidation(r), field.NewPath("metadata"))...)
@@ -345,9 +358,9 @@ func (s *Service) trackFields(r *catalog.Resource, live, obj *unstructured.Unstr
 		return obj, nil
 	}
 	if live == nil {
-		live = &unstructured.Unstructured{Object: map[string]any{}}
-		live.SetGroupVersionKind(r.GroupVersionKind())
+		live = s.fields.Empty(r)
 	}
+
 	out, ok := fm.UpdateNoErrors(live, obj, opts.Manager).(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil

@@ -5,10 +5,12 @@ import (
 	"strings"
 )
 
-// Media types lapis serves objects in.
+// Media types lapis serves objects in. Protobuf is kube's binary encoding, offered only for
+// types with a Go (Protobuf) form: built-in resources, Status and PartialObjectMetadata.
 const (
-	JSON = "application/json"
-	YAML = "application/yaml"
+	JSON     = "application/json"
+	YAML     = "application/yaml"
+	Protobuf = "application/vnd.kubernetes.protobuf"
 )
 
 // MediaType is one entry of an Accept header.
@@ -34,10 +36,28 @@ func ParseAccept(accept string) []MediaType {
 	return out
 }
 
-// NegotiateObject picks the representation for an object or list response: JSON or YAML, as
-// plain objects (no `as=` conversion). ok is false when nothing the client accepts is served
-// (406).
-func NegotiateObject(accept string) (string, bool) {
+// mediaOf is the media type lapis answers an Accept entry with, "" for none. As kube-apiserver,
+// a stream parameter may only be stream=watch, on a type with a watch framing (not YAML).
+func mediaOf(mt MediaType) string {
+	media := ""
+	switch mt.Type {
+	case JSON, "application/*", "*/*":
+		media = JSON
+	case YAML:
+		media = YAML
+	case Protobuf:
+		media = Protobuf
+	}
+	if stream := mt.Params["stream"]; stream != "" && (stream != "watch" || media == YAML) {
+		return ""
+	}
+	return media
+}
+
+// NegotiateObject picks the representation for an object or list response: JSON, YAML or, when
+// protobuf is true (the resource has a Go type), Protobuf, as plain objects (no `as=`
+// conversion). ok is false when nothing the client accepts is served (406).
+func NegotiateObject(accept string, protobuf bool) (string, bool) {
 	if strings.TrimSpace(accept) == "" {
 		return JSON, true
 	}
@@ -45,11 +65,8 @@ func NegotiateObject(accept string) (string, bool) {
 		if mt.Params["as"] != "" {
 			continue // Table and other conversions are not served for this request
 		}
-		switch mt.Type {
-		case JSON, "application/*", "*/*":
-			return JSON, true
-		case YAML:
-			return YAML, true
+		if media := mediaOf(mt); media != "" && (media != Protobuf || protobuf) {
+			return media, true
 		}
 	}
 	return "", false
@@ -66,30 +83,30 @@ type Target struct {
 }
 
 // NegotiateRead picks the representation of a get (list false) or list/watch (list true)
-// response from an Accept header, in the client's order; ok is false for 406.
-func NegotiateRead(accept string, list bool) (Target, bool) {
+// response from an Accept header, in the client's order; ok is false for 406. protobuf says
+// whether the resource's objects have a Protobuf form. As in kube-apiserver, Tables are served in
+// JSON and YAML only, and PartialObjectMetadata(List) in Protobuf too, for every resource.
+func NegotiateRead(accept string, list, protobuf bool) (Target, bool) {
 	if strings.TrimSpace(accept) == "" {
 		return Target{MediaType: JSON}, true
 	}
 	for _, mt := range ParseAccept(accept) {
-		media := ""
-		switch mt.Type {
-		case JSON, "application/*", "*/*":
-			media = JSON
-		case YAML:
-			media = YAML
-		default:
+		media := mediaOf(mt)
+		if media == "" {
 			continue
 		}
 		as := mt.Params["as"]
 		if as == "" {
+			if media == Protobuf && !protobuf {
+				continue
+			}
 			return Target{MediaType: media}, true
 		}
 		if mt.Params["g"] != "meta.k8s.io" || (mt.Params["v"] != "v1" && mt.Params["v"] != "v1beta1") {
 			continue
 		}
 		switch {
-		case as == "Table",
+		case as == "Table" && media != Protobuf,
 			as == "PartialObjectMetadata" && !list,
 			as == "PartialObjectMetadataList" && list:
 			return Target{MediaType: media, As: as, Version: mt.Params["v"]}, true

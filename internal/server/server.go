@@ -21,9 +21,11 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/crd"
+	"github.com/lapis-dev/lapis/internal/gc"
 	"github.com/lapis-dev/lapis/internal/namespace"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
 // Server is a running lapis.
@@ -74,6 +76,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources()...)
 	s.objects = objects.NewService(store, cat)
+	caches := watchcache.New(runCtx, store, log)
+	s.objects.UseWatchCache(caches)
 
 	if err := ensureSystemNamespaces(ctx, s.objects); err != nil {
 		return fail(err)
@@ -83,7 +87,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
 	}
 	go namespace.NewController(s.objects, log).Run(runCtx)
-	go store.RunCompactor(runCtx, cfg.EtcdCompactionInterval, log)
+	go gc.New(s.objects, log).Run(runCtx)
+	go store.RunCompactor(runCtx, cfg.EtcdCompactionInterval, log, caches.Compacted)
 
 	s.listener, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {

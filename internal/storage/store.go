@@ -194,13 +194,21 @@ const (
 	Deleted
 )
 
+// WatchBatch is what one etcd watch response says: events, or (with no events) that the store
+// has reached Revision with nothing new under the prefix (a progress notification).
+type WatchBatch struct {
+	Events   []Event
+	Revision int64
+}
+
 // Watch streams changes under prefix strictly after revision. The channel closes when ctx ends
-// or the watch fails; a compacted revision is reported as ErrCompacted on errc.
-func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (<-chan []Event, <-chan error) {
-	out := make(chan []Event, 16)
+// or the watch fails; a compacted revision is reported as ErrCompacted on errc. Progress
+// notifications (see RequestProgress) arrive as batches without events.
+func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (<-chan WatchBatch, <-chan error) {
+	out := make(chan WatchBatch, 16)
 	errc := make(chan error, 1)
-	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(),
-		clientv3.WithRev(afterRevision+1), clientv3.WithPrevKV())
+	wch := s.client.Watch(ctx, prefix, clientv3.WithPrefix(),
+		clientv3.WithRev(afterRevision+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	go func() {
 		defer close(out)
 		for resp := range wch {
@@ -211,7 +219,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (
 				errc <- err
 				return
 			}
-			batch := make([]Event, 0, len(resp.Events))
+			batch := WatchBatch{Events: make([]Event, 0, len(resp.Events)), Revision: resp.Header.Revision}
 			for _, ev := range resp.Events {
 				e := Event{KV: fromKV(ev.Kv)}
 				if ev.PrevKv != nil {
@@ -220,7 +228,10 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (
 				if ev.Type == clientv3.EventTypeDelete {
 					e.Type = Deleted
 				}
-				batch = append(batch, e)
+				batch.Events = append(batch.Events, e)
+			}
+			if len(batch.Events) > 0 {
+				batch.Revision = batch.Events[len(batch.Events)-1].KV.ModRevision
 			}
 			select {
 			case out <- batch:
@@ -233,6 +244,12 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (
 		}
 	}()
 	return out, errc
+}
+
+// RequestProgress asks etcd to tell the watches opened with ctx how far the store has come,
+// even when nothing changed under their prefixes.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	return s.client.RequestProgress(ctx)
 }
 
 // Compact discards history before revision.

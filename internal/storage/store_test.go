@@ -167,7 +167,7 @@ func testWatch(t *testing.T, s *Store) {
 	for len(got) < 2 {
 		select {
 		case batch := <-events:
-			for _, ev := range batch {
+			for _, ev := range batch.Events {
 				got = append(got, fmt.Sprintf("%d:%s:%s", ev.Type, ev.KV.Value, ev.Previous.Value))
 			}
 		case <-ctx.Done():

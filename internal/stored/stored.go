@@ -70,25 +70,10 @@ var metadataStart = []byte(`,"metadata":{`)
 // WithResourceVersion returns the object's JSON with metadata.resourceVersion set, if the stored
 // object is at apiVersion; ok is false when it is not (the caller must decode and convert).
 func WithResourceVersion(value []byte, revision int64, apiVersion string) (out []byte, ok bool) {
-	prefix := len(`{"apiVersion":"`)
-	if len(value) < prefix+len(apiVersion)+1 || string(value[prefix:prefix+len(apiVersion)]) != apiVersion || value[prefix+len(apiVersion)] != '"' {
+	if !HasAPIVersion(value, apiVersion) {
 		return nil, false
 	}
-	// `,"metadata":{` cannot occur inside a JSON string (quotes there are escaped), so the first
-	// occurrence is the metadata object Encode wrote.
-	i := bytes.Index(value, metadataStart)
-	if i < 0 {
-		return nil, false
-	}
-	at := i + len(metadataStart)
-	rv := `"resourceVersion":"` + strconv.FormatInt(revision, 10) + `"`
-	out = make([]byte, 0, len(value)+len(rv)+1)
-	out = append(out, value[:at]...)
-	out = append(out, rv...)
-	if value[at] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, value[at:]...), true
+	return Served(value, revision)
 }
 
 // Decode parses a stored object and sets its resourceVersion.
@@ -99,4 +84,30 @@ func Decode(value []byte, revision int64) (*unstructured.Unstructured, error) {
 	}
 	obj.SetResourceVersion(strconv.FormatInt(revision, 10))
 	return obj, nil
+}
+
+// Served returns the stored value with its resourceVersion spliced in, whatever its apiVersion:
+// the JSON served for the object at the version it is stored at.
+func Served(value []byte, revision int64) ([]byte, bool) {
+	// `,"metadata":{` cannot occur inside a JSON string (quotes there are escaped), so the first
+	// occurrence is the metadata object Encode wrote.
+	i := bytes.Index(value, metadataStart)
+	if i < 0 || !bytes.HasPrefix(value, []byte(`{"apiVersion":"`)) {
+		return nil, false
+	}
+	at := i + len(metadataStart)
+	rv := `"resourceVersion":"` + strconv.FormatInt(revision, 10) + `"`
+	out := make([]byte, 0, len(value)+len(rv)+1)
+	out = append(out, value[:at]...)
+	out = append(out, rv...)
+	if value[at] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, value[at:]...), true
+}
+
+// HasAPIVersion reports whether an encoded object (stored or served) is at apiVersion.
+func HasAPIVersion(value []byte, apiVersion string) bool {
+	prefix := len(`{"apiVersion":"`)
+	return len(value) > prefix+len(apiVersion) && string(value[prefix:prefix+len(apiVersion)]) == apiVersion && value[prefix+len(apiVersion)] == '"'
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sort"
 	"testing"
 	"time"
 
@@ -375,6 +376,9 @@ func comparable(u *unstructured.Unstructured) map[string]any {
 				}
 			}
 		}
+		// Entries are ordered by time (to the second) first: two servers asked a moment apart
+		// may order them differently. Compare them in an order without time.
+		sort.SliceStable(mf, func(i, j int) bool { return entryOrder(mf[i]) < entryOrder(mf[j]) })
 	}
 	return obj
 }
@@ -395,4 +399,9 @@ func stripVolatile(msg string) string {
 		msg = v.re.ReplaceAllString(msg, v.with)
 	}
 	return msg
+}
+
+func entryOrder(e any) string {
+	m, _ := e.(map[string]any)
+	return fmt.Sprint(m["operation"], "/", m["manager"], "/", m["subresource"])
 }

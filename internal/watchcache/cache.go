@@ -1,0 +1,312 @@
+package watchcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/stored"
+)
+
+// Entry is one object, with what filtering needs parsed once. Its Value is the JSON served for
+// it at the version it is stored at: the stored value with its resourceVersion spliced in, so a
+// list from the cache is a concatenation.
+type Entry struct {
+	storage.KeyValue
+	Namespace, Name string
+	Labels          labels.Set
+}
+
+// Event is one change. Watchers share it; Encoded memoizes per-version encodings.
+type Event struct {
+	Type     storage.EventType
+	Revision int64
+	// Object is the object after the change; for a deletion, the object as it was.
+	Object *Entry
+	// Previous is the object before the change (nil when it was created).
+	Previous *Entry
+
+	mu      sync.Mutex
+	encoded map[string][]byte
+}
+
+// Encoded returns encode's result for this event and version key, computing it once.
+func (e *Event) Encoded(version string, encode func() ([]byte, error)) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b, ok := e.encoded[version]; ok {
+		return b, nil
+	}
+	b, err := encode()
+	if err != nil {
+		return nil, err
+	}
+	if e.encoded == nil {
+		e.encoded = map[string][]byte{}
+	}
+	e.encoded[version] = b
+	return b, nil
+}
+
+// Errors callers turn into API errors.
+var (
+	// ErrTooOld: the requested revision is older than the retained history (410 Gone).
+	ErrTooOld = errors.New("too old resource version")
+	// ErrNotFresh: the cache did not reach the requested revision in time (504).
+	ErrNotFresh = errors.New("too large resource version")
+)
+
+// TooOldError says which revision was asked for and which is the oldest still served.
+type TooOldError struct{ Requested, Oldest int64 }
+
+func (e *TooOldError) Error() string {
+	return fmt.Sprintf("too old resource version: %d (%d)", e.Requested, e.Oldest)
+}
+func (e *TooOldError) Unwrap() error { return ErrTooOld }
+
+// Limits on memory.
+const (
+	// historySize is how many recent changes a cache keeps for watches that resume.
+	historySize = 4096
+	// watcherBuffer is how many events a watcher may lag behind before it is closed.
+	watcherBuffer = 1024
+)
+
+// Cache mirrors the objects under one storage prefix.
+type Cache struct {
+	store  *storage.Store
+	prefix string
+	split  func(key string) (namespace, name string)
+	log    *slog.Logger
+
+	ready chan struct{}
+
+	mu       sync.RWMutex
+	objects  map[string]*Entry
+	revision int64    // the cache reflects storage as of this revision
+	oldest   int64    // watches may resume after any revision >= oldest
+	history  []*Event // ring of the latest changes, oldest first from head
+	head     int
+	watchers map[*Watcher]struct{}
+	advanced chan struct{} // closed (and replaced) whenever revision advances
+}
+
+func newCache(store *storage.Store, prefix string, split func(string) (string, string), log *slog.Logger) *Cache {
+	return &Cache{store: store, prefix: prefix, split: split, log: log, ready: make(chan struct{}),
+		objects: map[string]*Entry{}, watchers: map[*Watcher]struct{}{}, advanced: make(chan struct{})}
+}
+
+func (c *Cache) entry(kv storage.KeyValue) *Entry {
+	ns, name := c.split(kv.Key)
+	var meta struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(kv.Value, &meta)
+	if served, ok := stored.Served(kv.Value, kv.ModRevision); ok {
+		kv.Value = served
+	}
+	return &Entry{KeyValue: kv, Namespace: ns, Name: name, Labels: meta.Metadata.Labels}
+}
+
+// run keeps the cache in step with storage until ctx ends: list, then watch; on any failure,
+// list again (closing the watchers, which then resume from their last revision).
+func (c *Cache) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		list, err := c.store.List(ctx, c.prefix, storage.ListOptions{})
+		if err != nil {
+			c.log.Warn("watch cache list failed", "prefix", c.prefix, "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		c.reset(list)
+		batches, errc := c.store.Watch(ctx, c.prefix, list.Revision)
+		for b := range batches {
+			c.apply(b)
+		}
+		select {
+		case err := <-errc:
+			if ctx.Err() == nil {
+				c.log.Warn("watch cache restarting", "prefix", c.prefix, "err", err)
+			}
+		default:
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (c *Cache) reset(list storage.ListResult) {
+	objects := make(map[string]*Entry, len(list.Items))
+	for _, kv := range list.Items {
+		objects[kv.Key] = c.entry(kv)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.objects = objects
+	c.history, c.head = nil, 0
+	c.oldest = list.Revision
+	for w := range c.watchers {
+		w.stop() // their view has a gap: they resume from their last revision
+	}
+	c.watchers = map[*Watcher]struct{}{}
+	c.advance(list.Revision)
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready)
+	}
+}
+
+// advance records a new revision and wakes whoever waits for one. Callers hold mu.
+func (c *Cache) advance(rev int64) {
+	if rev <= c.revision {
+		return
+	}
+	c.revision = rev
+	close(c.advanced)
+	c.advanced = make(chan struct{})
+}
+
+func (c *Cache) apply(b storage.WatchBatch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range b.Events {
+		e := &Event{Type: ev.Type, Revision: ev.KV.ModRevision}
+		if prev, ok := c.objects[ev.KV.Key]; ok {
+			e.Previous = prev
+		}
+		if ev.Type == storage.Deleted {
+			if e.Previous == nil && ev.Previous.Value != nil {
+				e.Previous = c.entry(ev.Previous)
+			}
+			if e.Previous == nil {
+				continue
+			}
+			e.Object = e.Previous
+			delete(c.objects, ev.KV.Key)
+		} else {
+			e.Object = c.entry(ev.KV)
+			c.objects[ev.KV.Key] = e.Object
+		}
+		c.remember(e)
+		for w := range c.watchers {
+			w.deliver(e, c)
+		}
+	}
+	c.advance(b.Revision)
+}
+
+// remember adds an event to the history ring, forgetting the oldest when full.
+func (c *Cache) remember(e *Event) {
+	if len(c.history) < historySize {
+		c.history = append(c.history, e)
+		return
+	}
+	c.oldest = c.history[c.head].Revision
+	c.history[c.head] = e
+	c.head = (c.head + 1) % historySize
+}
+
+// Compacted drops history at or before revision: resuming there must fail as it does in etcd.
+func (c *Cache) Compacted(revision int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if revision <= c.oldest {
+		return
+	}
+	var kept []*Event
+	for i := 0; i < len(c.history); i++ {
+		if e := c.history[(c.head+i)%len(c.history)]; e.Revision > revision {
+			kept = append(kept, e)
+		}
+	}
+	c.history, c.head = kept, 0
+	c.oldest = revision
+}
+
+// Revision is the revision the cache reflects.
+func (c *Cache) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.revision
+}
+
+// WaitFresh waits until the cache reflects revision, asking etcd for progress if nothing else
+// moves it; it fails with ErrNotFresh after timeout.
+func (c *Cache) WaitFresh(ctx context.Context, revision int64, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-deadline.C:
+		return ErrNotFresh
+	}
+	asked := false
+	for {
+		c.mu.RLock()
+		rev, advanced := c.revision, c.advanced
+		c.mu.RUnlock()
+		if rev >= revision {
+			return nil
+		}
+		if !asked {
+			_ = c.store.RequestProgress(context.Background())
+			asked = true
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return ErrNotFresh
+		case <-time.After(50 * time.Millisecond):
+			asked = false // progress requests can be lost in a reconnect: ask again
+		}
+	}
+}
+
+// List returns the objects whose keys start with prefix, in key order, and the revision they
+// reflect.
+func (c *Cache) List(prefix string) ([]*Entry, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.listLocked(prefix), c.revision
+}
+
+func (c *Cache) listLocked(prefix string) []*Entry {
+	out := make([]*Entry, 0, len(c.objects))
+	for k, e := range c.objects {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Get returns the object at key as the cache has it.
+func (c *Cache) Get(key string) (*Entry, int64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.objects[key]
+	return e, c.revision, ok
+}
