@@ -1,7 +1,7 @@
 package handlers
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,13 +90,16 @@ func (h *Handler) get(rq *request) {
 	writeConverted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
 }
 
-// listOptions decodes and validates a list or watch query.
-func listOptions(req *http.Request) (metainternalversion.ListOptions, error) {
+// listOptions decodes and validates a list or watch query (the legacy /watch/ paths are
+// watches without watch=true).
+func listOptions(req *http.Request, watching bool) (metainternalversion.ListOptions, error) {
 	var o metainternalversion.ListOptions
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(req.URL.Query(), metav1.SchemeGroupVersion, &o); err != nil {
 		return o, apierrors.NewBadRequest(err.Error())
 	}
-	if errs := metainternalversionvalidation.ValidateListOptions(&o, false); len(errs) > 0 {
+	o.Watch = o.Watch || watching
+	// WatchList (sendInitialEvents) is on, as in kube-apiserver since it went beta.
+	if errs := metainternalversionvalidation.ValidateListOptions(&o, true); len(errs) > 0 {
 		return o, apierrors.NewInvalid(optionsGroupKind("ListOptions"), "", errs)
 	}
 	return o, nil
@@ -108,7 +111,7 @@ func (h *Handler) list(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	opts, err := listOptions(rq.req)
+	opts, err := listOptions(rq.req, false)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -141,12 +144,13 @@ func (h *Handler) list(rq *request) {
 const defaultWatchTimeout = 30 * time.Minute
 
 func (h *Handler) watch(rq *request) {
-	target, err := readTarget(rq, true)
+	// Watch events carry single objects: metadata clients ask for as=PartialObjectMetadata.
+	target, err := readTarget(rq, false)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	opts, err := listOptions(rq.req)
+	opts, err := listOptions(rq.req, true)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return
@@ -187,7 +191,8 @@ func (h *Handler) watch(rq *request) {
 func jsonWatch(rq *request, target routing.Target, w io.Writer) func(objects.WatchEvent) error {
 	headersSent := false
 	return func(ev objects.WatchEvent) error {
-		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted) {
+		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted ||
+			(ev.Type == watch.Bookmark && target.As == "PartialObjectMetadata")) {
 			obj := &unstructured.Unstructured{}
 			if err := obj.UnmarshalJSON(ev.Object); err == nil {
 				if body, err := converted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, headersSent); err == nil {
@@ -195,10 +200,13 @@ func jsonWatch(rq *request, target routing.Target, w io.Writer) func(objects.Wat
 				}
 			}
 		}
-		line, _ := json.Marshal(struct {
-			Type   string          `json:"type"`
-			Object json.RawMessage `json:"object"`
-		}{string(ev.Type), ev.Object})
+		// The object is JSON already (and shared between watchers): frame it without re-encoding.
+		line := make([]byte, 0, len(ev.Object)+32)
+		line = append(line, `{"type":"`...)
+		line = append(line, ev.Type...)
+		line = append(line, `","object":`...)
+		line = append(line, bytes.TrimRight(ev.Object, "\n")...) // encoders may end with a newline
+		line = append(line, '}')
 		line = append(line, '\n')
 		_, err := w.Write(line)
 		return err

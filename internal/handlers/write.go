@@ -153,7 +153,7 @@ func (h *Handler) deleteCollection(rq *request) {
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	listOpts, err := listOptions(rq.req)
+	listOpts, err := listOptions(rq.req, false)
 	if err != nil {
 		writeError(rq.w, rq.req, err)
 		return

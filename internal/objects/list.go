@@ -227,7 +227,7 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, After: after})
 		if err != nil {
 			if opts.Continue != "" && isCompacted(err) {
-				return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+				return s.expiredContinue(ctx, prefix, after)
 			}
 			return storageError(r, "", err)
 		}
@@ -268,3 +268,15 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 }
 
 func isCompacted(err error) bool { return errors.Is(err, storage.ErrCompacted) }
+
+// expiredContinue is kube-apiserver's 410 for a continue token whose revision is compacted: it
+// offers a token that continues from the same key at the newest revision.
+func (s *Service) expiredContinue(ctx context.Context, prefix, after string) error {
+	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
+		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	if rev, rerr := s.store.Revision(ctx); rerr == nil {
+		err.ErrStatus.ListMeta.Continue = encodeContinue(rev, strings.TrimPrefix(after, prefix))
+	}
+	return err
+}
