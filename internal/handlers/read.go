@@ -74,7 +74,7 @@ func (h *Handler) get(rq *request) {
 		return
 	}
 	if target.As == "" {
-		raw, err := h.objects.GetRaw(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, 0)
+		raw, err := h.objects.GetRaw(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, opts.ResourceVersion)
 		if err != nil {
 			writeError(rq.w, rq.req, err)
 			return

@@ -139,9 +139,33 @@ func (s *Service) Get(ctx context.Context, r *catalog.Resource, namespace, name 
 	return obj, nil
 }
 
-// GetRaw returns the named object's JSON; revision > 0 reads it as it was then.
-func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, name string, revision int64) ([]byte, error) {
-	kv, err := s.get(ctx, r, namespace, name, revision)
+// GetRaw returns the named object's JSON as resourceVersion asks: "" the most recent (from
+// storage), "0" any (from the cache), N not older than N (from the cache once it has caught up).
+func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, name, resourceVersion string) ([]byte, error) {
+	if !r.Namespaced {
+		namespace = ""
+	}
+	if resourceVersion != "" && s.caches != nil {
+		c, err := s.freshCache(ctx, r, resourceVersion)
+		if err == nil {
+			e, _, ok := c.Get(objectKey(r, namespace, name))
+			if !ok {
+				return nil, apierrors.NewNotFound(qualifiedResource(r), name)
+			}
+			raw, err := s.rawFromEntry(r, e, e.ModRevision)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			return raw, nil
+		}
+		if !errors.Is(err, errUseStorage) {
+			return nil, err
+		}
+	}
+	if _, err := parseRevision(resourceVersion); err != nil {
+		return nil, err
+	}
+	kv, err := s.get(ctx, r, namespace, name, 0)
 	if err != nil {
 		return nil, err
 	}
