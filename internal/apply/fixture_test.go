@@ -31,10 +31,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/crd"
 	"github.com/lapis-dev/lapis/internal/objects"
-	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
 
 // The custom resources the fixtures use: Marked has every merge marker and a status
@@ -177,13 +176,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	b, err := storage.OpenEmbedded(context.Background(), t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
+	svc, cat := objectstest.NewService(t, "default")
 	for _, doc := range fixtureCRDs {
 		def := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict([]byte(doc), def); err != nil {
@@ -195,12 +188,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 		cat.SetCustom(def.Name, rs)
 	}
-	f := &fixture{svc: objects.NewService(storage.NewStore(b.Client), cat), cat: cat}
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default"}}}
-	if _, err := f.svc.Create(context.Background(), f.resource(t, fixtureResources["namespaces"], ""), "", ns, objects.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return &fixture{svc: svc, cat: cat}
 }
 
 func (f *fixture) resource(t *testing.T, gvr schema.GroupVersionResource, version string) *catalog.Resource {

@@ -17,9 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/objects"
-	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
 
 type fixture struct {
@@ -34,20 +33,11 @@ type fixture struct {
 // other; with collector, a garbage collector runs over it until the test ends.
 func newFixture(t *testing.T, collector bool) *fixture {
 	t.Helper()
-	b, err := storage.OpenEmbedded(context.Background(), t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
-	f := &fixture{t: t, ctx: context.Background(), svc: objects.NewService(storage.NewStore(b.Client), cat)}
+	svc, _ := objectstest.NewService(t, "default", "other")
+	f := &fixture{t: t, ctx: context.Background(), svc: svc}
 	f.cms = f.resource("configmaps")
 	f.scrts = f.resource("secrets")
 	f.nss = f.resource("namespaces")
-	for _, ns := range []string{"default", "other"} {
-		f.create(f.nss, "", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}})
-	}
 	if collector {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

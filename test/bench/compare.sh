@@ -15,14 +15,27 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lapis-bench.XXXXXX")
 lapis_pid=
 reference_dir=
 
+# stop_reference stops the reference server started in $reference_dir and waits until it is gone.
+stop_reference() {
+  [ -n "$reference_dir" ] || return 0
+  local pids
+  pids=$(cat "$reference_dir"/*.pid 2>/dev/null || true)
+  bash "$shared/reference/reference-server" stop "$reference_dir" >/dev/null 2>&1 || true
+  for _ in $(seq 1 100); do
+    local alive=
+    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  reference_dir=
+}
+
 cleanup() {
   if [ -n "$lapis_pid" ]; then
     kill "$lapis_pid" 2>/dev/null || true
     wait "$lapis_pid" 2>/dev/null || true
   fi
-  if [ -n "$reference_dir" ]; then
-    bash "$shared/reference/reference-server" stop "$reference_dir" >/dev/null 2>&1 || true
-  fi
+  stop_reference
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -65,8 +78,7 @@ if [ "${REFERENCE:-1}" != 0 ] && [ -f "$shared/reference/reference-server" ]; th
   else
     echo "reference server did not start: $(tail -n 3 "$work/reference.err")"
   fi
-  bash "$shared/reference/reference-server" stop "$reference_dir" >/dev/null 2>&1 || true
-  reference_dir=
+  stop_reference
 fi
 
 # Side by side: one row per operation, throughput and p50/p99 latency of each server.
@@ -75,7 +87,7 @@ echo
 awk '
   function row(line,   f, i, out) {
     n = split(line, f, " ")
-    out = sprintf("%10s", f[3])
+    out = sprintf("%11s", f[3])
     for (i = 1; i <= n; i++) if (f[i] ~ /^p(50|99)=/) out = out sprintf(" %12s", substr(f[i], 5))
     return out
   }
@@ -83,9 +95,9 @@ awk '
   file == 1 { order[++rows] = $1; lapis[$1] = row($0) }
   file == 2 { ref[$1] = row($0) }
   END {
-    printf "%-28s %10s %12s %12s   %10s %12s %12s\n", "operation", "lapis ops/s", "p50", "p99", "ref ops/s", "p50", "p99"
+    printf "%-28s %11s %12s %12s   %11s %12s %12s\n", "operation", "lapis ops/s", "p50", "p99", "ref ops/s", "p50", "p99"
     for (i = 1; i <= rows; i++) {
       k = order[i]
-      printf "%-28s %s   %s\n", k, lapis[k], (k in ref) ? ref[k] : sprintf("%10s", "-")
+      printf "%-28s %s   %s\n", k, lapis[k], (k in ref) ? ref[k] : sprintf("%11s", "-")
     }
   }' "$work/lapis.txt" "$work/reference.txt"

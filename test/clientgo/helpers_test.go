@@ -491,3 +491,5 @@ func tooOldMessage(message, rv string) bool {
 	rest, ok := strings.CutPrefix(message, "too old resource version: "+rv)
 	return ok && (rest == "" || strings.HasPrefix(rest, " ("))
 }
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

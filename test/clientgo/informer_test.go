@@ -1,0 +1,301 @@
+package clientgo
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// handlerView is what an informer's event handlers have been told.
+type handlerView struct {
+	mu      sync.Mutex
+	last    map[string]*corev1.ConfigMap
+	deleted map[string]int
+}
+
+func newHandlerView() *handlerView {
+	return &handlerView{last: map[string]*corev1.ConfigMap{}, deleted: map[string]int{}}
+}
+
+func (h *handlerView) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			cm := obj.(*corev1.ConfigMap)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.last[key(cm.Namespace, cm.Name)] = cm
+		},
+		UpdateFunc: func(_, obj any) {
+			cm := obj.(*corev1.ConfigMap)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.last[key(cm.Namespace, cm.Name)] = cm
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			cm := obj.(*corev1.ConfigMap)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			delete(h.last, key(cm.Namespace, cm.Name))
+			h.deleted[key(cm.Namespace, cm.Name)]++
+		},
+	}
+}
+
+func (h *handlerView) state() map[string]cmState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cms := make([]*corev1.ConfigMap, 0, len(h.last))
+	for _, cm := range h.last {
+		cms = append(cms, cm)
+	}
+	return stateOf(cms)
+}
+
+func (h *handlerView) deletedCount(k string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deleted[k]
+}
+
+func storeState(s cache.Store) map[string]cmState {
+	var cms []*corev1.ConfigMap
+	for _, obj := range s.List() {
+		cms = append(cms, obj.(*corev1.ConfigMap))
+	}
+	return stateOf(cms)
+}
+
+func storageState(ctx context.Context, cs kubernetes.Interface, namespace string) (map[string]cmState, error) {
+	list, err := cs.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cms := make([]*corev1.ConfigMap, len(list.Items))
+	for i := range list.Items {
+		cms[i] = &list.Items[i]
+	}
+	return stateOf(cms), nil
+}
+
+// hasGone reports whether a recorded watch stream carried an ERROR event with a 410 Status.
+func hasGone(events []rawEvent) bool {
+	for _, ev := range events {
+		if ev.Type != string(watch.Error) {
+			continue
+		}
+		var s metav1.Status
+		if jsonUnmarshal(ev.Object, &s) == nil && s.Code == http.StatusGone {
+			return true
+		}
+	}
+	return false
+}
+
+// isInitialState reports whether a request asks for a collection's whole state: a list, or a
+// watch that starts with it (no resourceVersion, "0", or sendInitialEvents).
+func isInitialState(e *exchange) bool {
+	q := e.URL.Query()
+	if !e.isWatch() {
+		return e.Method == http.MethodGet
+	}
+	rv := q.Get("resourceVersion")
+	return rv == "" || rv == "0" || q.Get("sendInitialEvents") == "true"
+}
+
+// TestInformerStaysInSync runs a shared informer with default settings, and one whose watches
+// the server ends every two seconds, on ConfigMaps of the compacting server (nothing else
+// touches ConfigMaps there), and checks that both stay exactly in sync with storage through
+// writes, a compaction that invalidates their watches' resourceVersion, and connections killed
+// under them.
+func TestInformerStaysInSync(t *testing.T) {
+	t.Parallel()
+	base := servers.compacting
+	writer := clientset(t, base)
+	ctx := ctxFor(t, 55*time.Second)
+	ns := namespace(t, writer)
+	clk := newClock(t, writer)
+	cms := writer.CoreV1().ConfigMaps(ns)
+	create := func(name, value string) {
+		t.Helper()
+		if _, err := cms.Create(ctx, configMap(name, map[string]string{"v": value}, map[string]string{"app": "sync"}), metav1.CreateOptions{}); err != nil {
+			t.Errorf("create %s: %v", name, err)
+		}
+	}
+	update := func(name, value string) {
+		t.Helper()
+		if _, err := cms.Update(ctx, configMap(name, map[string]string{"v": value}, map[string]string{"app": "sync"}), metav1.UpdateOptions{}); err != nil {
+			t.Errorf("update %s: %v", name, err)
+		}
+	}
+	del := func(name string) {
+		t.Helper()
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete %s: %v", name, err)
+		}
+	}
+	for i := range 3 {
+		create(fmt.Sprintf("pre-%d", i), "1")
+	}
+
+	main := newClient(t, base)
+	factory := informers.NewSharedInformerFactory(main.cs, 0)
+	informer := factory.Core().V1().ConfigMaps().Informer()
+	view := newHandlerView()
+	if _, err := informer.AddEventHandler(view.handler()); err != nil {
+		t.Fatal(err)
+	}
+	short := newClient(t, base)
+	shortFactory := informers.NewSharedInformerFactoryWithOptions(short.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.TimeoutSeconds = ptr.To[int64](2)
+	}))
+	shortInformer := shortFactory.Core().V1().ConfigMaps().Informer()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); factory.Shutdown(); shortFactory.Shutdown() })
+	factory.Start(stop)
+	shortFactory.Start(stop)
+	syncCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced, shortInformer.HasSynced) {
+		t.Fatal("informers did not sync")
+	}
+
+	inSync := func(what string) {
+		t.Helper()
+		eventually(t, 20*time.Second, what, func() (bool, string) {
+			want, err := storageState(ctx, writer, "")
+			if err != nil {
+				return false, err.Error()
+			}
+			for name, got := range map[string]map[string]cmState{
+				"informer store":               storeState(informer.GetStore()),
+				"informer handlers":            view.state(),
+				"short-timeout informer store": storeState(shortInformer.GetStore()),
+			} {
+				if d := diffStates(got, want); d != "" {
+					return false, name + " differs from storage:" + d
+				}
+			}
+			return true, ""
+		})
+		// Quiet means stable: nothing arrives late.
+		time.Sleep(200 * time.Millisecond)
+		want, err := storageState(ctx, writer, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diffStates(storeState(informer.GetStore()), want); d != "" {
+			t.Fatalf("%s: informer diverged after converging:%s", what, d)
+		}
+	}
+	inSync("initial sync")
+
+	// Creates, updates, deletes.
+	for i := range 7 {
+		create(fmt.Sprintf("cm-%d", i), "1")
+	}
+	for i := range 4 {
+		update(fmt.Sprintf("cm-%d", i), "2")
+	}
+	for _, name := range []string{"pre-0", "cm-4", "cm-5"} {
+		del(name)
+	}
+	inSync("after creates, updates and deletes")
+	for _, name := range []string{"pre-0", "cm-4", "cm-5"} {
+		if n := view.deletedCount(key(ns, name)); n != 1 {
+			t.Errorf("handlers saw %d deletions of %s, want 1", n, name)
+		}
+	}
+
+	// Compaction: etcd moves on (other resources change) until the informers' resourceVersion
+	// is compacted. A plain watch from it gets kube's 410 ERROR event.
+	oldRV := informer.LastSyncResourceVersion()
+	shortOldRV := shortInformer.LastSyncResourceVersion()
+	ev := waitCompacted(t, clk, func(ctx context.Context) (watch.Interface, error) {
+		return writer.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV})
+	})
+	expectTooOld(t, ev, oldRV)
+
+	// The short-timeout informer restarts its watch from its (compacted) resourceVersion within
+	// two seconds, gets 410, and starts over from a fresh initial state.
+	eventually(t, 10*time.Second, "short-timeout informer's rewatch from a compacted resourceVersion gets 410, then relists", func() (bool, string) {
+		exs := short.rec.exchanges("/configmaps")
+		for i, e := range exs {
+			if e.isWatch() && e.URL.Query().Get("resourceVersion") == shortOldRV && hasGone(e.events()) {
+				for _, later := range exs[i+1:] {
+					if isInitialState(later) && later.Status == http.StatusOK {
+						return true, ""
+					}
+				}
+			}
+		}
+		return false, "requests:" + describe(exs)
+	})
+
+	// The default informer's connection dies and cannot be re-established for a moment, during
+	// which ConfigMaps change; its rewatch from the compacted resourceVersion gets 410 and it
+	// relists, noticing the deletions it missed.
+	killed := time.Now()
+	main.dialer.setDown(true)
+	if n := main.dialer.kill(); n == 0 {
+		t.Fatal("the informer had no open connection to kill")
+	}
+	create("down-0", "1")
+	create("down-1", "1")
+	update("cm-0", "3")
+	update("cm-1", "3")
+	del("cm-2")
+	del("cm-3")
+	main.dialer.setDown(false)
+	inSync("after compaction and an interrupted watch")
+	for _, name := range []string{"cm-2", "cm-3"} {
+		if n := view.deletedCount(key(ns, name)); n != 1 {
+			t.Errorf("handlers saw %d deletions of %s (deleted while disconnected), want 1", n, name)
+		}
+	}
+	var after []*exchange
+	for _, e := range main.rec.exchanges("/configmaps") {
+		if e.At.After(killed) && e.Status != 0 {
+			after = append(after, e)
+		}
+	}
+	if len(after) < 2 || !after[0].isWatch() || after[0].URL.Query().Get("resourceVersion") != oldRV || !hasGone(after[0].events()) || !isInitialState(after[1]) {
+		t.Errorf("after reconnecting, want a watch from resourceVersion %s answered with 410, then a relist; requests were:%s", oldRV, describe(after))
+	}
+
+	// Connections killed while changes stream in: the informers resume and converge.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 30 {
+			update("cm-6", fmt.Sprint(i))
+			if i%10 == 0 {
+				create(fmt.Sprintf("burst-%d", i), "1")
+			}
+			if i%10 == 5 {
+				del(fmt.Sprintf("burst-%d", i-5))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	for range 3 {
+		time.Sleep(100 * time.Millisecond)
+		main.dialer.kill()
+		short.dialer.kill()
+	}
+	<-done
+	inSync("after interrupted watches")
+}
