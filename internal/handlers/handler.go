@@ -51,34 +51,38 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 		return
 	}
 	rq := &request{w: w, req: req, info: info, resource: r, protobuf: h.typed.Recognizes(r.GroupVersionKind())}
-	if info.Subresource == "scale" {
-		h.scale(rq)
-		return
+	if err := h.verb(rq); err != nil {
+		writeError(w, req, err)
 	}
-	switch info.Verb {
+}
+
+// verb runs the handler of the request's verb; what it returns is the error to answer with.
+func (h *Handler) verb(rq *request) error {
+	if rq.info.Subresource == "scale" {
+		return h.scale(rq)
+	}
+	switch rq.info.Verb {
 	case "get":
-		h.get(rq)
+		return h.get(rq)
 	case "list":
-		h.list(rq)
+		return h.list(rq)
 	case "watch":
-		h.watch(rq)
+		return h.watch(rq)
 	case "create":
-		if info.Name != "" {
-			writeError(w, req, apierrors.NewMethodNotSupported(qualified(r), "create"))
-			return
+		if rq.info.Name != "" {
+			return apierrors.NewMethodNotSupported(qualified(rq.resource), "create")
 		}
-		h.create(rq)
+		return h.create(rq)
 	case "update":
-		h.update(rq)
+		return h.update(rq)
 	case "patch":
-		h.patch(rq)
+		return h.patch(rq)
 	case "delete":
-		h.delete(rq)
+		return h.delete(rq)
 	case "deletecollection":
-		h.deleteCollection(rq)
-	default:
-		writeError(w, req, apierrors.NewMethodNotSupported(qualified(r), info.Verb))
+		return h.deleteCollection(rq)
 	}
+	return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 }
 
 func subresourceServed(r *catalog.Resource, sub string) bool {

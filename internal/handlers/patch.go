@@ -22,43 +22,36 @@ import (
 
 func patchTypeOf(contentType string) types.PatchType { return types.PatchType(contentType) }
 
-func (h *Handler) patch(rq *request) {
+func (h *Handler) patch(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	pt := patchTypeOf(contentType(rq.req))
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
 	case types.StrategicMergePatchType:
 		if _, err := h.typed.New(rq.resource.GroupVersionKind()); err != nil {
-			writeError(rq.w, rq.req, unsupportedPatch(pt, false))
-			return
+			return unsupportedPatch(pt, false)
 		}
 	default:
 		_, isBuiltin := h.typed.New(rq.resource.GroupVersionKind())
-		writeError(rq.w, rq.req, unsupportedPatch(pt, isBuiltin == nil))
-		return
+		return unsupportedPatch(pt, isBuiltin == nil)
 	}
 	opts, err := patchOptions(rq.req, string(pt))
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	patch, err := readBody(rq.req)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	if pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType {
-		h.apply(rq, pt, patch, opts)
-		return
+		return h.apply(rq, pt, patch, opts)
 	}
 	var patchContent any
 	strictErrs, err := kjson.UnmarshalStrict(patch, &patchContent, kjson.DisallowDuplicateFields)
 	if err != nil {
-		writeError(rq.w, rq.req, apierrors.NewBadRequest("invalid JSON patch"))
-		return
+		return apierrors.NewBadRequest("invalid JSON patch")
 	}
 	var issues []string
 	for _, e := range strictErrs {
@@ -92,10 +85,10 @@ func (h *Handler) patch(rq *request) {
 	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	h.writeObject(rq, http.StatusOK, res.Object)
+	return nil
 }
 
 func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []byte) ([]byte, error) {
@@ -178,20 +171,17 @@ func patchSetsResourceVersion(pt types.PatchType, patch []byte) bool {
 }
 
 // apply serves server-side apply (application/apply-patch+yaml).
-func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav1.PatchOptions) {
+func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav1.PatchOptions) error {
 	if pt == types.ApplyCBORPatchType {
-		writeError(rq.w, rq.req, unsupportedPatch(pt, true))
-		return
+		return unsupportedPatch(pt, true)
 	}
 	data, err := toJSON("application/yaml", body)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	config, issues, err := decodeObject(data, rq.resource.Kind)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	force := opts.Force != nil && *opts.Force
 	res, err := h.objects.Apply(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
@@ -201,14 +191,14 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	})
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	code := http.StatusOK
 	if res.Created {
 		code = http.StatusCreated
 	}
 	h.writeObject(rq, code, res.Object)
+	return nil
 }
 
 // managerOrUserAgent is kube-apiserver's default field manager: the fieldManager parameter, else

@@ -58,36 +58,32 @@ func converted(rq *request, target routing.Target, items []*unstructured.Unstruc
 	return nil, fmt.Errorf("unsupported conversion %q", target.As)
 }
 
-func (h *Handler) get(rq *request) {
+func (h *Handler) get(rq *request) error {
 	target, err := readTarget(rq, false)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	var opts metav1.GetOptions
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(rq.req.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-		writeError(rq.w, rq.req, apierrors.NewBadRequest(err.Error()))
-		return
+		return apierrors.NewBadRequest(err.Error())
 	}
 	if rq.info.Subresource != "status" && rq.info.Subresource != "" {
-		writeError(rq.w, rq.req, apierrors.NewMethodNotSupported(qualified(rq.resource), "get"))
-		return
+		return apierrors.NewMethodNotSupported(qualified(rq.resource), "get")
 	}
 	if target.As == "" {
 		raw, err := h.objects.GetRaw(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, opts.ResourceVersion)
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		h.writeStored(rq, http.StatusOK, target.MediaType, raw)
-		return
+		return nil
 	}
 	obj, err := h.objects.Get(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	writeConverted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
+	return nil
 }
 
 // listOptions decodes and validates a list or watch query (the legacy /watch/ paths are
@@ -105,55 +101,49 @@ func listOptions(req *http.Request, watching bool) (metainternalversion.ListOpti
 	return o, nil
 }
 
-func (h *Handler) list(rq *request) {
+func (h *Handler) list(rq *request) error {
 	target, err := readTarget(rq, true)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	opts, err := listOptions(rq.req, false)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	if opts.Watch {
-		h.watch(rq)
-		return
+		return h.watch(rq)
 	}
 	if target.As != "" {
 		items, list, err := h.objects.List(rq.req.Context(), rq.resource, rq.info.Namespace, opts)
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
 		writeConverted(rq, target, items, meta)
-		return
+		return nil
 	}
 	list, err := h.objects.ListRaw(rq.req.Context(), rq.resource, rq.info.Namespace, opts)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
 	h.writeList(rq, http.StatusOK, target.MediaType, meta, list.Items)
+	return nil
 }
 
 // defaultWatchTimeout bounds watches that ask for no timeout, like kube-apiserver's
 // --min-request-timeout (1800s, randomized up to twice that there).
 const defaultWatchTimeout = 30 * time.Minute
 
-func (h *Handler) watch(rq *request) {
+func (h *Handler) watch(rq *request) error {
 	// Watch events carry single objects: metadata clients ask for as=PartialObjectMetadata.
 	target, err := readTarget(rq, false)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	opts, err := listOptions(rq.req, true)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	timeout := defaultWatchTimeout
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
@@ -163,8 +153,7 @@ func (h *Handler) watch(rq *request) {
 	defer cancel()
 	events, err := h.objects.Watch(ctx, rq.resource, rq.info.Namespace, opts)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	flusher, _ := rq.w.(http.Flusher)
 	encode, contentType := jsonWatch(rq, target, rq.w), routing.JSON
@@ -179,12 +168,13 @@ func (h *Handler) watch(rq *request) {
 	}
 	for ev := range events {
 		if err := encode(ev); err != nil {
-			return
+			return nil // the client went away: nothing left to tell it
 		}
 		if flusher != nil && len(events) == 0 {
 			flusher.Flush()
 		}
 	}
+	return nil
 }
 
 // jsonWatch returns the encoder of a JSON watch stream written to w: one event a line.

@@ -17,34 +17,30 @@ import (
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
 // scale serves the scale subresource: get, update, patch (incl. apply) of an autoscaling/v1 Scale.
-func (h *Handler) scale(rq *request) {
+func (h *Handler) scale(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	ctx := rq.req.Context()
 	switch rq.info.Verb {
 	case "get":
 		scale, err := h.objects.GetScale(ctx, rq.resource, rq.info.Namespace, rq.info.Name)
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		h.writeObject(rq, http.StatusOK, scale)
+		return nil
 	case "update":
 		opts, err := updateOptions(rq.req)
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		body, _, err := h.readObject(rq.req, scaleGVK)
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		if err := checkScaleKind(body); err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		mutate := func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 			next := body.DeepCopy()
@@ -53,35 +49,31 @@ func (h *Handler) scale(rq *request) {
 			}
 			return next, nil
 		}
-		h.writeScale(rq, mutate, true, objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
+		return h.writeScale(rq, mutate, true, objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
 			Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())})
 	case "patch":
 		pt := patchTypeOf(contentType(rq.req))
 		opts, err := patchOptions(rq.req, string(pt))
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		patch, err := readBody(rq.req)
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
 			Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())}
 		if pt == types.ApplyYAMLPatchType {
 			data, err := toJSON("application/yaml", patch)
 			if err != nil {
-				writeError(rq.w, rq.req, err)
-				return
+				return err
 			}
 			config, _, err := decodeObject(data, "Scale")
 			if err != nil {
-				writeError(rq.w, rq.req, err)
-				return
+				return err
 			}
 			force := opts.Force != nil && *opts.Force
-			h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
+			return h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 				merged, err := fm.Apply(current, config, opts.FieldManager, force)
 				if err != nil {
 					var status apierrors.APIStatus
@@ -92,10 +84,9 @@ func (h *Handler) scale(rq *request) {
 				}
 				return merged.(*unstructured.Unstructured), nil
 			}, false, wo)
-			return
 		}
 		pinned := patchSetsResourceVersion(pt, patch)
-		h.writeScale(rq, func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
+		return h.writeScale(rq, func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 			currentJSON, err := json.Marshal(current.Object)
 			if err != nil {
 				return nil, err
@@ -113,19 +104,18 @@ func (h *Handler) scale(rq *request) {
 			}
 			return obj, nil
 		}, true, wo)
-	default:
-		writeError(rq.w, rq.req, apierrors.NewMethodNotSupported(schema.GroupResource{Group: rq.resource.GroupVersion.Group, Resource: rq.resource.Name + "/scale"}, rq.info.Verb))
 	}
+	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: rq.resource.GroupVersion.Group, Resource: rq.resource.Name + "/scale"}, rq.info.Verb)
 }
 
-func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, track bool, wo objects.WriteOptions) {
+func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, track bool, wo objects.WriteOptions) error {
 	res, err := h.objects.UpdateScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, track, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	h.writeObject(rq, http.StatusOK, res.Object)
+	return nil
 }
 
 func checkScaleKind(obj *unstructured.Unstructured) error {

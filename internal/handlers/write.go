@@ -13,20 +13,17 @@ import (
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
-func (h *Handler) create(rq *request) {
+func (h *Handler) create(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	opts, err := createOptions(rq.req)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	obj, issues, err := h.readObject(rq.req, rq.resource.GroupVersionKind())
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	res, err := h.objects.Create(rq.req.Context(), rq.resource, rq.info.Namespace, obj, objects.WriteOptions{
 		DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
@@ -34,37 +31,32 @@ func (h *Handler) create(rq *request) {
 	})
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	h.writeObject(rq, http.StatusCreated, res.Object)
+	return nil
 }
 
-func (h *Handler) update(rq *request) {
+func (h *Handler) update(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	opts, err := updateOptions(rq.req)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	obj, issues, err := h.readObject(rq.req, rq.resource.GroupVersionKind())
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	if name := obj.GetName(); name != "" && name != rq.info.Name {
-		writeError(rq.w, rq.req, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, rq.info.Name)))
-		return
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, rq.info.Name))
 	}
 	if rq.resource.RequireResourceVersionOnUpdate && obj.GetResourceVersion() == "" && rq.info.Subresource != "finalize" {
 		// kube-apiserver names the resource, not the kind, in this error.
 		gk := schema.GroupKind{Group: rq.resource.GroupVersion.Group, Kind: rq.resource.Name}
-		writeError(rq.w, rq.req, apierrors.NewInvalid(gk, rq.info.Name, field.ErrorList{
-			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")}))
-		return
+		return apierrors.NewInvalid(gk, rq.info.Name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
 	}
 	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) { return obj.DeepCopy(), nil }
 	if rq.info.Subresource == "finalize" {
@@ -76,10 +68,10 @@ func (h *Handler) update(rq *request) {
 	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	h.writeObject(rq, http.StatusOK, res.Object)
+	return nil
 }
 
 // finalizeNamespace is the namespaces/finalize subresource: only spec.finalizers changes.
@@ -99,22 +91,19 @@ func finalizeNamespace(body *unstructured.Unstructured) objects.Mutation {
 	}
 }
 
-func (h *Handler) delete(rq *request) {
+func (h *Handler) delete(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	opts, err := deleteOptions(rq.req)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
 		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
 	})
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	code := http.StatusOK
 	if !res.Deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
@@ -125,9 +114,10 @@ func (h *Handler) delete(rq *request) {
 	if !res.Deleted || rq.resource.ReturnDeletedObject {
 		// Finalizers hold the object, or the resource answers with it: the object as it is now.
 		h.writeObject(rq, code, res.Object)
-		return
+		return nil
 	}
 	writeStatus(rq.w, rq.req, code, successStatus(rq, res.Object), rq.protobuf)
+	return nil
 }
 
 // propagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
@@ -148,35 +138,31 @@ func successStatus(rq *request, obj *unstructured.Unstructured) *metav1.Status {
 		Details: &metav1.StatusDetails{Name: obj.GetName(), Group: rq.resource.GroupVersion.Group, Kind: rq.resource.Name, UID: obj.GetUID()}}
 }
 
-func (h *Handler) deleteCollection(rq *request) {
+func (h *Handler) deleteCollection(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	listOpts, err := listOptions(rq.req, false)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	opts, err := deleteOptions(rq.req)
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
 		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts)})
 	if err != nil {
-		writeError(rq.w, rq.req, err)
-		return
+		return err
 	}
 	items := make([][]byte, 0, len(deleted))
 	for _, obj := range deleted {
 		raw, err := obj.MarshalJSON()
 		if err != nil {
-			writeError(rq.w, rq.req, err)
-			return
+			return err
 		}
 		items = append(items, raw)
 	}
 	h.writeList(rq, http.StatusOK, responseType(rq), metav1.ListMeta{ResourceVersion: rv}, items)
+	return nil
 }
