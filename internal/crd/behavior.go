@@ -21,6 +21,7 @@ import (
 // customBehavior is the catalog.Behavior of one served version of a custom resource.
 type customBehavior struct {
 	structural *structuralschema.Structural // nil: no schema, anything goes
+	defaults   bool                         // the schema declares a default somewhere
 	validator  apiservervalidation.SchemaValidator
 	hasStatus  bool
 	selectable []selectableField
@@ -46,6 +47,7 @@ func newCustomBehavior(crd *apiextensionsv1.CustomResourceDefinition, v *apiexte
 		return nil, fmt.Errorf("schema is not structural: %w", err)
 	}
 	b.structural = s
+	b.defaults = hasDefaults(s)
 	if b.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("building validator: %w", err)
 	}
@@ -100,13 +102,30 @@ func (b *customBehavior) PrepareForUpdate(obj, old *unstructured.Unstructured) {
 
 // Default applies the schema's defaults.
 func (b *customBehavior) Default(obj *unstructured.Unstructured) {
-	if b.structural != nil {
+	if b.defaults {
 		structuraldefaulting.Default(obj.Object, b.structural)
 	}
 }
 
-// DefaultsOnRead: objects are defaulted when read, so a stored object may change on reading.
-func (b *customBehavior) DefaultsOnRead() bool { return b.structural != nil }
+// DefaultsOnRead: objects are defaulted when read, so a stored object may change on reading —
+// only when the schema has defaults; otherwise reads serve the stored bytes as they are.
+func (b *customBehavior) DefaultsOnRead() bool { return b.defaults }
+
+// hasDefaults reports whether a schema declares a default anywhere.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil || hasDefaults(s.Items) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	return s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural)
+}
 
 // Validate checks the object against the schema, list-type rules and embedded metadata.
 func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.ErrorList {

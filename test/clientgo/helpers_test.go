@@ -3,10 +3,10 @@ package clientgo
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,8 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -92,8 +95,8 @@ func (d *dialer) setDown(down bool) {
 	d.mu.Unlock()
 }
 
-// exchange is one recorded request and its response. The bodies of non-protobuf responses are
-// captured as the client reads them (watch streams included).
+// exchange is one recorded request and its response, whose body is captured as the client reads
+// it (watch streams included).
 type exchange struct {
 	Seq         int64
 	At          time.Time
@@ -123,22 +126,30 @@ func (e *exchange) String() string {
 	return fmt.Sprintf("#%d %s %s -> %d %s", e.Seq, e.Method, e.URL.RequestURI(), e.Status, e.ContentType)
 }
 
-// rawEvent is a watch event as it was on the wire (JSON streams).
-type rawEvent struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
-
-// events decodes the captured JSON watch stream (a trailing partial event is ignored).
-func (e *exchange) events() []rawEvent {
-	dec := json.NewDecoder(bytes.NewReader(e.Body()))
-	var out []rawEvent
+// events decodes the captured watch stream, JSON or protobuf (a trailing partial event is
+// ignored). Objects are decoded with client-go's scheme; ERROR events carry a *metav1.Status.
+func (e *exchange) events() []watch.Event {
+	mediaType, _, err := mime.ParseMediaType(e.ContentType)
+	if err != nil {
+		return nil
+	}
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
+	if !ok || info.StreamSerializer == nil {
+		return nil
+	}
+	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(bytes.NewReader(e.Body())))
+	dec := streaming.NewDecoder(frames, info.StreamSerializer.Serializer)
+	var out []watch.Event
 	for {
-		var ev rawEvent
-		if err := dec.Decode(&ev); err != nil {
+		var we metav1.WatchEvent
+		if _, _, err := dec.Decode(nil, &we); err != nil {
 			return out
 		}
-		out = append(out, ev)
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(we.Object.Raw, nil, nil)
+		if err != nil {
+			return out
+		}
+		out = append(out, watch.Event{Type: watch.EventType(we.Type), Object: obj})
 	}
 }
 
@@ -178,9 +189,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		e.Err = err
 	} else {
 		e.Status, e.ContentType = resp.StatusCode, resp.Header.Get("Content-Type")
-		if !strings.Contains(e.ContentType, "protobuf") {
-			resp.Body = &tapBody{ReadCloser: resp.Body, e: e}
-		}
+		resp.Body = &tapBody{ReadCloser: resp.Body, e: e}
 	}
 	t.rec.mu.Lock()
 	t.rec.log = append(t.rec.log, e)
@@ -491,5 +500,3 @@ func tooOldMessage(message, rv string) bool {
 	rest, ok := strings.CutPrefix(message, "too old resource version: "+rv)
 	return ok && (rest == "" || strings.HasPrefix(rest, " ("))
 }
-
-func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -92,13 +92,9 @@ func storageState(ctx context.Context, cs kubernetes.Interface, namespace string
 }
 
 // hasGone reports whether a recorded watch stream carried an ERROR event with a 410 Status.
-func hasGone(events []rawEvent) bool {
+func hasGone(events []watch.Event) bool {
 	for _, ev := range events {
-		if ev.Type != string(watch.Error) {
-			continue
-		}
-		var s metav1.Status
-		if jsonUnmarshal(ev.Object, &s) == nil && s.Code == http.StatusGone {
+		if s, ok := ev.Object.(*metav1.Status); ok && ev.Type == watch.Error && s.Code == http.StatusGone {
 			return true
 		}
 	}

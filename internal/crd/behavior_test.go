@@ -1,0 +1,147 @@
+package crd
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const widgetsCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    selectableFields: [{jsonPath: .spec.color}]
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, default: 3, minimum: 1}
+              color: {type: string}
+              tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
+              free: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, properties: {ready: {type: boolean}}}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {color: {type: string}}}}}
+`
+
+func widgetBehavior(t *testing.T, version int) *customBehavior {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(widgetsCRD), crd); err != nil {
+		t.Fatal(err)
+	}
+	b, err := newCustomBehavior(crd, &crd.Spec.Versions[version])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func object(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestCustomBehavior(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		unknown string // the unknown fields Normalize reports
+		spec    string // spec after Normalize and Default
+		invalid string // part of the validation error, "" for valid
+	}{
+		{"defaults fill in", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {color: red}}`,
+			"", `{"color":"red","size":3}`, ""},
+		{"unknown fields pruned and named", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {size: 2, bogus: 1}, extra: x}`,
+			`unknown field "extra", unknown field "spec.bogus"`, `{"size":2}`, ""},
+		{"preserved fields kept", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {free: {any: [1, 2]}}}`,
+			"", `{"free":{"any":[1,2]},"size":3}`, ""},
+		{"wrong type", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {size: big}}`,
+			"", `{"size":"big"}`, `spec.size: Invalid value: "string": spec.size in body must be of type integer: "string"`},
+		{"value validation", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {size: 0}}`,
+			"", `{"size":0}`, "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"},
+		{"set with duplicates", `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {tags: [x, x]}}`,
+			"", `{"size":3,"tags":["x","x"]}`, `spec.tags[1]: Duplicate value: "x"`},
+	}
+	b := widgetBehavior(t, 0)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := object(t, tt.doc)
+			unknown, err := b.Normalize(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(sorted(unknown), ", "); got != tt.unknown {
+				t.Errorf("unknown fields %q, want %q", got, tt.unknown)
+			}
+			b.Default(obj)
+			spec, _ := (&unstructured.Unstructured{Object: map[string]any{"s": obj.Object["spec"]}}).MarshalJSON()
+			if got := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(string(spec)), `{"s":`), "}"); got != tt.spec {
+				t.Errorf("spec %s, want %s", got, tt.spec)
+			}
+			errs := b.Validate(obj, nil)
+			if got := errs.ToAggregate(); (got == nil) != (tt.invalid == "") || (got != nil && !strings.Contains(got.Error(), tt.invalid)) {
+				t.Errorf("validation %v, want %q", got, tt.invalid)
+			}
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestStatusSubresourceAndFields(t *testing.T) {
+	b := widgetBehavior(t, 0)
+	created := object(t, `{apiVersion: example.com/v1, kind: Widget, metadata: {name: a}, spec: {color: blue}, status: {ready: true}}`)
+	b.PrepareForCreate(created)
+	if _, has := created.Object["status"]; has {
+		t.Error("create through the main resource kept status")
+	}
+	old := object(t, `{spec: {color: blue}, status: {ready: true}}`)
+	next := object(t, `{spec: {color: green}, status: {ready: false}}`)
+	b.PrepareForUpdate(next, old)
+	if fmt.Sprint(next.Object["status"]) != "map[ready:true]" {
+		t.Errorf("update through the main resource changed status: %v", next.Object["status"])
+	}
+	if got := b.SelectableFields(next)["spec.color"]; got != "green" {
+		t.Errorf("selectable field spec.color = %q", got)
+	}
+	if !b.DefaultsOnRead() {
+		t.Error("a schema with defaults must default on read")
+	}
+	if widgetBehavior(t, 1).DefaultsOnRead() {
+		t.Error("a schema without defaults must serve stored bytes as they are")
+	}
+}
