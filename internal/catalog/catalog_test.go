@@ -1,0 +1,72 @@
+package catalog
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func res(group, version, name string) *Resource {
+	return &Resource{GroupVersion: schema.GroupVersion{Group: group, Version: version}, Name: name}
+}
+
+func TestCatalog(t *testing.T) {
+	c := New()
+	changes := c.Changes()
+	c.AddBuiltin(res("", "v1", "configmaps"), res("coordination.k8s.io", "v1", "leases"))
+	c.SetCustom("widgets.b.com", []*Resource{res("b.com", "v1", "widgets")})
+	c.SetCustom("gadgets.a.com", []*Resource{res("a.com", "v2", "gadgets"), res("a.com", "v1", "gadgets")})
+	select {
+	case <-changes:
+	default:
+		t.Fatal("no change notification")
+	}
+	var order []string
+	for _, r := range c.All() {
+		order = append(order, r.GroupVersionResource().String())
+	}
+	want := "[/v1, Resource=configmaps coordination.k8s.io/v1, Resource=leases a.com/v1, Resource=gadgets a.com/v2, Resource=gadgets b.com/v1, Resource=widgets]"
+	if got := "[" + join(order) + "]"; got != want {
+		t.Errorf("order %s\nwant  %s", got, want)
+	}
+	// A custom resource cannot take a built-in's place.
+	c.SetCustom("configmaps", []*Resource{res("", "v1", "configmaps")})
+	if r, _ := c.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}); r.CRD != nil || r != c.All()[0] {
+		t.Error("a custom resource replaced a built-in")
+	}
+	rev := c.Revision()
+	c.SetCustom("widgets.b.com", nil)
+	if _, ok := c.Lookup(schema.GroupVersionResource{Group: "b.com", Version: "v1", Resource: "widgets"}); ok || c.Revision() == rev {
+		t.Error("removed resource still served, or revision unchanged")
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += " "
+		}
+		out += x
+	}
+	return out
+}
+
+func TestTypedNormalize(t *testing.T) {
+	b := Typed[corev1.ConfigMap, *corev1.ConfigMap]{}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "x"}, "data": map[string]any{"a": "b"}, "bogus": true}}
+	unknown, err := b.Normalize(u)
+	if err != nil || len(unknown) != 1 || unknown[0] != `unknown field "bogus"` {
+		t.Fatalf("unknown %v, err %v", unknown, err)
+	}
+	if _, kept := u.Object["bogus"]; kept {
+		t.Error("unknown field kept")
+	}
+	bad := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": "nope"}}
+	if _, err := b.Normalize(bad); err == nil {
+		t.Error("a wrong type was accepted")
+	}
+}
