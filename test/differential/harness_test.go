@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func run(m *testing.M) int {
 	if err != nil {
 		servers.skipReason = fmt.Sprintf("reference server not available (%s): %v", script, err)
 	} else {
-		defer exec.Command("bash", script, "stop", refDir).Run()
+		defer stopReference(script, refDir)
 		if servers.reference, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			servers.skipReason = err.Error()
 		}
@@ -128,4 +129,26 @@ func both(t *testing.T) (lapis, reference dynamic.Interface) {
 		t.Fatal(err)
 	}
 	return l, r
+}
+
+// stopReference stops the reference server and its etcd, killing what does not exit in time (an
+// apiserver whose etcd went first can hang in its shutdown).
+func stopReference(script, dir string) {
+	var pids []int
+	for _, name := range []string{"apiserver.pid", "etcd.pid"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	_ = exec.Command("bash", script, "stop", dir).Run()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
