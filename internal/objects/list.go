@@ -33,37 +33,45 @@ type RawList struct {
 }
 
 // continueToken is kube-apiserver's continue format: the revision of the first page and the key
-// (relative to the list's prefix) to start after.
+// to start at ("/" + the key relative to the list's prefix, inclusive).
 type continueToken struct {
 	APIVersion      string `json:"v"`
 	ResourceVersion int64  `json:"rv"`
 	StartKey        string `json:"start"`
 }
 
+// encodeContinue makes the token of a list that continues after the object at relativeKey.
 func encodeContinue(rev int64, relativeKey string) string {
-	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: relativeKey})
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: "/" + relativeKey + "\x00"})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeContinue(token string) (continueToken, error) {
-	var c continueToken
+// decodeContinue checks a token as kube-apiserver does and returns its revision and the
+// relative key to start at. Tokens are not signed there either: what matters is that a token
+// cannot reach outside the list's prefix.
+func decodeContinue(token string) (rev int64, start string, err error) {
 	data, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return c, fmt.Errorf("continue key is not valid: %v", err)
+		return 0, "", fmt.Errorf("continue key is not valid: %v", err)
 	}
+	var c continueToken
 	if err := json.Unmarshal(data, &c); err != nil {
-		return c, fmt.Errorf("continue key is not valid: %v", err)
+		return 0, "", fmt.Errorf("continue key is not valid: %v", err)
 	}
 	if c.APIVersion != "meta.k8s.io/v1" {
-		return c, fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+		return 0, "", fmt.Errorf("continue key is not valid: server does not recognize this encoded version %q", c.APIVersion)
 	}
-	if c.ResourceVersion <= 0 {
-		return c, fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	if c.ResourceVersion == 0 {
+		return 0, "", errors.New("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
 	}
-	if c.StartKey == "" || strings.HasPrefix(c.StartKey, "/") || path.Clean("/"+c.StartKey) != "/"+strings.TrimSuffix(c.StartKey, "/") {
-		return c, fmt.Errorf("continue key is not valid: invalid start key")
+	if len(c.StartKey) == 0 {
+		return 0, "", errors.New("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
 	}
-	return c, nil
+	// path.Clean keeps the key inside the list's prefix (no "..", no absolute escape).
+	if cleaned := path.Clean(c.StartKey); cleaned != c.StartKey || !strings.HasPrefix(cleaned, "/") {
+		return 0, "", fmt.Errorf("continue key is not valid: %s", c.StartKey)
+	}
+	return c.ResourceVersion, c.StartKey[1:], nil
 }
 
 // filter decides whether a stored object belongs in a list or watch.
@@ -202,16 +210,16 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 	}
 	prefix := listPrefix(r, namespace)
 	var rev int64
-	var after string
+	var start, after string // a continue token's start (inclusive); then the last key read
 	if opts.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		return apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 	}
 	if opts.Continue != "" {
-		tok, err := decodeContinue(opts.Continue)
+		tokenRev, startKey, err := decodeContinue(opts.Continue)
 		if err != nil {
-			return apierrors.NewBadRequest(err.Error())
+			return apierrors.NewBadRequest("invalid continue token: " + err.Error())
 		}
-		rev, after = tok.ResourceVersion, prefix+tok.StartKey
+		rev, start = tokenRev, prefix+startKey
 	} else if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact || (opts.Limit > 0 && opts.ResourceVersion != "0") {
 		// Exact, asked for or implied by a paged list at a given resourceVersion.
 		if rev, err = parseRevision(opts.ResourceVersion); err != nil {
@@ -224,10 +232,10 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 	}
 	var taken int64
 	for {
-		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, After: after})
+		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, Start: start, After: after})
 		if err != nil {
 			if opts.Continue != "" && isCompacted(err) {
-				return s.expiredContinue(ctx, prefix, after)
+				return s.expiredContinue(ctx, opts.Continue)
 			}
 			return storageError(r, "", err)
 		}
@@ -271,12 +279,14 @@ func isCompacted(err error) bool { return errors.Is(err, storage.ErrCompacted) }
 
 // expiredContinue is kube-apiserver's 410 for a continue token whose revision is compacted: it
 // offers a token that continues from the same key at the newest revision.
-func (s *Service) expiredContinue(ctx context.Context, prefix, after string) error {
+func (s *Service) expiredContinue(ctx context.Context, token string) error {
 	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
 		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
 		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-	if rev, rerr := s.store.Revision(ctx); rerr == nil {
-		err.ErrStatus.ListMeta.Continue = encodeContinue(rev, strings.TrimPrefix(after, prefix))
+	_, start, derr := decodeContinue(token)
+	if rev, rerr := s.store.Revision(ctx); rerr == nil && derr == nil {
+		b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: "/" + start})
+		err.ErrStatus.ListMeta.Continue = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return err
 }

@@ -23,8 +23,62 @@ type WatchEvent struct {
 	Object json.RawMessage
 }
 
-// bookmarkInterval is how often a watch that allows bookmarks is told how far it has come.
-const bookmarkInterval = time.Minute
+// bookmarkInterval is how often a watch that allows bookmarks is told how far it has come;
+// kube-apiserver also sends one shortly (bookmarkBeforeTimeout) before the watch times out, so
+// the client can resume from there.
+const (
+	bookmarkInterval      = time.Minute
+	bookmarkBeforeTimeout = 2 * time.Second
+)
+
+// bookmarkTimer fires when a watch's next bookmark is due: every bookmarkInterval, and once
+// shortly before the watch's timeout. A watch without bookmarks never fires.
+type bookmarkTimer struct {
+	deadline time.Time // zero: no timeout
+	timer    *time.Timer
+}
+
+func newBookmarkTimer(opts ListOptions, now time.Time) *bookmarkTimer {
+	b := &bookmarkTimer{}
+	if !opts.AllowWatchBookmarks {
+		return b
+	}
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		b.deadline = now.Add(time.Duration(*opts.TimeoutSeconds) * time.Second)
+	}
+	b.next(now)
+	return b
+}
+
+// next schedules the bookmark after now, if one is still due before the deadline.
+func (b *bookmarkTimer) next(now time.Time) {
+	at := now.Add(bookmarkInterval)
+	if !b.deadline.IsZero() {
+		if pre := b.deadline.Add(-bookmarkBeforeTimeout); pre.Before(at) {
+			at = pre
+		}
+		if !at.After(now) {
+			b.stop()
+			b.timer = nil
+			return
+		}
+	}
+	b.stop()
+	b.timer = time.NewTimer(at.Sub(now))
+}
+
+func (b *bookmarkTimer) c() <-chan time.Time {
+	if b.timer == nil {
+		return nil
+	}
+	return b.timer.C
+}
+
+func (b *bookmarkTimer) stop() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+}
 
 // initialEventsEnd marks the bookmark that ends a watch's initial events (sendInitialEvents).
 const initialEventsEnd = "k8s.io/initial-events-end"
@@ -95,26 +149,25 @@ func (s *Service) streamCached(ctx context.Context, r *catalog.Resource, f *filt
 		}
 	}
 	last := snap.Revision
+	start := w.After()
 	if sendInitial && !send(WatchEvent{Type: watch.Bookmark, Object: bookmark(r, last, true)}) {
 		return
 	}
-	var tick <-chan time.Time
-	if opts.AllowWatchBookmarks {
-		t := time.NewTicker(bookmarkInterval)
-		defer t.Stop()
-		tick = t.C
-	}
+	bookmarks := newBookmarkTimer(opts, time.Now())
+	defer bookmarks.stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick:
-			if rev := s.cacheOf(r).Revision(); rev > last {
+		case <-bookmarks.c():
+			// Like kube-apiserver, bookmark once the watch has moved past where it started.
+			if rev := s.cacheOf(r).Revision(); rev >= last && rev > start {
 				last = rev
 				if !send(WatchEvent{Type: watch.Bookmark, Object: bookmark(r, rev, false)}) {
 					return
 				}
 			}
+			bookmarks.next(time.Now())
 		case e, ok := <-w.Events():
 			if !ok {
 				return // fell behind, or the cache started over: the client resumes from last
@@ -124,7 +177,13 @@ func (s *Service) streamCached(ctx context.Context, r *catalog.Resource, f *filt
 			if !show {
 				continue
 			}
-			raw, err := e.Encoded(r.GroupVersion.String(), func() ([]byte, error) { return s.rawFromEntry(r, e.Object, e.Revision) })
+			// An object leaving the selection is reported as it was while selected (kube's
+			// cache watcher does so), at the revision of the change.
+			shown, key := e.Object, r.GroupVersion.String()
+			if typ == watch.Deleted && e.Type != storage.Deleted {
+				shown, key = e.Previous, key+"/left-selection"
+			}
+			raw, err := e.Encoded(key, func() ([]byte, error) { return s.rawFromEntry(r, shown, e.Revision) })
 			if err != nil {
 				send(errorEvent(apierrors.NewInternalError(err)))
 				return
@@ -258,7 +317,9 @@ func (s *Service) watchEvent(r *catalog.Resource, f *filter, ev storage.Event) (
 	case matches(cur, ev.KV.Key):
 		typ = watch.Added
 	case matches(prev, ev.Previous.Key):
-		typ = watch.Deleted
+		// Leaving the selection: reported as it was while selected, at this change's revision.
+		typ, obj = watch.Deleted, prev
+		obj.SetResourceVersion(revisionString(ev.KV.ModRevision))
 	default:
 		return WatchEvent{}, false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -34,6 +35,10 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
 	verbs := handlers.New(s.objects)
+	profiling := http.NewServeMux()
+	profiling.HandleFunc("/debug/pprof/", pprof.Index)
+	profiling.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	profiling.HandleFunc("/debug/pprof/trace", pprof.Trace)
 
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		defer func() {
@@ -74,6 +79,9 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 		switch {
 		case info.IsResource:
 			verbs.Serve(w, req, info)
+		case strings.HasPrefix(req.URL.Path, "/debug/pprof"):
+			// Profiling for authenticated users, as kube-apiserver's --profiling (on by default).
+			profiling.ServeHTTP(w, req)
 		case disc.Serves(req.URL.Path):
 			disc.ServeHTTP(w, req)
 		case req.URL.Path == "/openapi/v2" || strings.HasPrefix(req.URL.Path, "/openapi/v3"):

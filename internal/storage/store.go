@@ -125,8 +125,8 @@ type ListOptions struct {
 	Revision int64
 	// Limit caps the number of values (0: no cap).
 	Limit int64
-	// After starts the list after this key (for continuing a paged list).
-	After string
+	// Start starts the list at this key (a continue token's start), After after this key.
+	Start, After string
 }
 
 // ListResult is one page of a prefix.
@@ -142,6 +142,9 @@ type ListResult struct {
 // List reads the values under prefix in key order.
 func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (ListResult, error) {
 	start := prefix
+	if o.Start != "" {
+		start = o.Start
+	}
 	if o.After != "" {
 		start = o.After + "\x00"
 	}

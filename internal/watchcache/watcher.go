@@ -20,6 +20,9 @@ type Watcher struct {
 // the watcher fell too far behind, or because the cache had to start over.
 func (w *Watcher) Events() <-chan *Event { return w.events }
 
+// After is the revision the watch starts after.
+func (w *Watcher) After() int64 { return w.after }
+
 // Stop ends the watch.
 func (w *Watcher) Stop() {
 	w.cache.mu.Lock()
