@@ -43,6 +43,9 @@ func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, 
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.MaxRequestBytes = 3 * 1024 * 1024
+	// One member needs no long raft log for followers to catch up from: snapshot (and release
+	// the in-memory log) often, which keeps memory small.
+	cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 2000, 500
 	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
 
 	e, err := embed.StartEtcd(cfg)
