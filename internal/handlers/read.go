@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -149,7 +150,7 @@ func (h *Handler) watch(rq *request) error {
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
-	ctx, cancel := contextWithTimeout(rq.req, timeout)
+	ctx, cancel := context.WithTimeout(rq.req.Context(), timeout)
 	defer cancel()
 	events, err := h.objects.Watch(ctx, rq.resource, rq.info.Namespace, opts)
 	if err != nil {

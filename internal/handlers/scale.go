@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,15 +73,7 @@ func (h *Handler) scale(rq *request) error {
 			}
 			force := opts.Force != nil && *opts.Force
 			return h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
-				merged, err := fm.Apply(current, config, opts.FieldManager, force)
-				if err != nil {
-					var status apierrors.APIStatus
-					if errors.As(err, &status) {
-						return nil, err
-					}
-					return nil, apierrors.NewBadRequest(err.Error())
-				}
-				return merged.(*unstructured.Unstructured), nil
+				return objects.MergeApplied(fm, current, config, opts.FieldManager, force)
 			}, false, wo)
 		}
 		pinned := patchSetsResourceVersion(pt, patch)

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
@@ -41,15 +42,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		return Result{}, apierrors.NewInternalError(err)
 	}
 	merge := func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		merged, err := fm.Apply(live, config.DeepCopy(), opts.Manager, opts.Force)
-		if err != nil {
-			var status apierrors.APIStatus
-			if errors.As(err, &status) {
-				return nil, err
-			}
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		return merged.(*unstructured.Unstructured), nil
+		return MergeApplied(fm, live, config.DeepCopy(), opts.Manager, opts.Force)
 	}
 	wo := opts.WriteOptions
 	wo.fieldsTracked = true
@@ -117,4 +110,18 @@ func isNotFoundOf(err error, r *catalog.Resource, name string) bool {
 	}
 	d := status.Status().Details
 	return d != nil && d.Name == name && d.Kind == r.Name
+}
+
+// MergeApplied merges an applied configuration into live as manager. Conflicts come back as
+// kube's 409; a configuration that does not fit the schema is a 400 naming the field.
+func MergeApplied(fm *managedfields.FieldManager, live, config *unstructured.Unstructured, manager string, force bool) (*unstructured.Unstructured, error) {
+	merged, err := fm.Apply(live, config, manager, force)
+	if err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return nil, err
+		}
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return merged.(*unstructured.Unstructured), nil
 }

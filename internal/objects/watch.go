@@ -131,14 +131,7 @@ func (s *Service) streamCached(ctx context.Context, r *catalog.Resource, f *filt
 	snap watchcache.Snapshot, sendInitial bool, out chan<- WatchEvent) {
 	defer close(out)
 	defer w.Stop()
-	send := func(ev WatchEvent) bool {
-		select {
-		case out <- ev:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	send := sender(ctx, out)
 	for _, e := range snap.Objects {
 		if !s.matchesEntry(r, f, e) {
 			continue
@@ -247,14 +240,7 @@ func (s *Service) watchStorage(ctx context.Context, r *catalog.Resource, namespa
 	batches, errc := s.store.Watch(ctx, listPrefix(r, namespace), start)
 	go func() {
 		defer close(out)
-		send := func(ev WatchEvent) bool {
-			select {
-			case out <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
+		send := sender(ctx, out)
 		for _, raw := range initial {
 			if !send(WatchEvent{Type: watch.Added, Object: raw}) {
 				return
@@ -328,6 +314,18 @@ func (s *Service) watchEvent(r *catalog.Resource, f *filter, ev storage.Event) (
 		return WatchEvent{}, false, err
 	}
 	return WatchEvent{Type: typ, Object: raw}, true, nil
+}
+
+// sender returns a send to out that gives up (false) once ctx ends.
+func sender(ctx context.Context, out chan<- WatchEvent) func(WatchEvent) bool {
+	return func(ev WatchEvent) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func errorEvent(err *apierrors.StatusError) WatchEvent {
