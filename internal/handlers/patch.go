@@ -87,7 +87,7 @@ func (h *Handler) patch(rq *request) error {
 	if err != nil {
 		return err
 	}
-	h.writeObject(rq, http.StatusOK, res.Object)
+	h.writeResult(rq, http.StatusOK, res)
 	return nil
 }
 
@@ -197,7 +197,7 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	if res.Created {
 		code = http.StatusCreated
 	}
-	h.writeObject(rq, code, res.Object)
+	h.writeResult(rq, code, res)
 	return nil
 }
 

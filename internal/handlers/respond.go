@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/routing"
 )
 
@@ -105,6 +106,15 @@ func (h *Handler) writeObject(rq *request, code int, obj *unstructured.Unstructu
 		return
 	}
 	writeBodyAs(rq.w, rq.req, code, body, mediaType)
+}
+
+// writeResult answers with a write's object, reusing the JSON the write produced if it can.
+func (h *Handler) writeResult(rq *request, code int, res objects.Result) {
+	if res.Raw != nil {
+		h.writeStored(rq, code, responseType(rq), res.Raw)
+		return
+	}
+	h.writeObject(rq, code, res.Object)
 }
 
 // writeStored answers with a stored object's JSON in mediaType.

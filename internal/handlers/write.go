@@ -33,7 +33,7 @@ func (h *Handler) create(rq *request) error {
 	if err != nil {
 		return err
 	}
-	h.writeObject(rq, http.StatusCreated, res.Object)
+	h.writeResult(rq, http.StatusCreated, res)
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (h *Handler) update(rq *request) error {
 	if err != nil {
 		return err
 	}
-	h.writeObject(rq, http.StatusOK, res.Object)
+	h.writeResult(rq, http.StatusOK, res)
 	return nil
 }
 

@@ -46,6 +46,9 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	}
 	wo := opts.WriteOptions
 	wo.fieldsTracked = true
+	// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict
+	// (checked against the schema) say the configuration is clean.
+	wo.cleanCustom = len(warnings) == 0 && opts.FieldValidation != "Ignore"
 	wo.DecodeIssues = nil // reported above
 	for attempt := 0; ; attempt++ {
 		res, err := s.Update(ctx, r, namespace, name, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {

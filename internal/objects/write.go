@@ -21,6 +21,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/stored"
 )
 
 // WriteOptions are the query parameters and request facts that shape a write.
@@ -35,6 +36,8 @@ type WriteOptions struct {
 	Patched *[]byte
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
+	// cleanCustom is set by Apply when its configuration fit the custom resource's schema.
+	cleanCustom bool
 	// Manager is the field manager recorded in managedFields for this write.
 	Manager string
 	// Subresource is "status" for writes through the status subresource, "finalize" for a
@@ -44,7 +47,10 @@ type WriteOptions struct {
 
 // Result is the outcome of a write.
 type Result struct {
-	Object   *unstructured.Unstructured
+	Object *unstructured.Unstructured
+	// Raw is Object's JSON, when the write had it at hand (the stored bytes): responses need
+	// not encode the object again. Nil otherwise.
+	Raw      []byte
 	Warnings []string
 	// Created is true when the write created the object.
 	Created bool
@@ -112,8 +118,18 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			return Result{}, storageError(r, obj.GetName(), err)
 		}
 		obj.SetResourceVersion(revisionString(rev))
-		return Result{Object: obj, Warnings: warnings, Created: true}, nil
+		return Result{Object: obj, Raw: servedAsStored(r, value, rev), Warnings: warnings, Created: true}, nil
 	}
+}
+
+// servedAsStored is the JSON served for a value just written at rev, when the resource is
+// served at the version it is stored at (nil otherwise: the caller encodes the object).
+func servedAsStored(r *catalog.Resource, value []byte, rev int64) []byte {
+	if r.Conversion != nil {
+		return nil
+	}
+	raw, _ := stored.WithResourceVersion(value, rev, r.GroupVersion.String())
+	return raw
 }
 
 // normalize brings obj to its type's form and applies fieldValidation to what did not fit.
@@ -135,6 +151,11 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 	if obj.GetKind() != gvk.Kind {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
 			obj.GetKind(), gvk.Version, gvk.Kind, gvk.Version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
+	}
+	if opts.cleanCustom && r.CRD != nil {
+		// A merge of a stored object and an applied configuration that both fit the schema
+		// fits it too: pruning would find nothing.
+		return nil, nil
 	}
 	unknown, err := r.Behavior.Normalize(obj)
 	if err != nil {
@@ -285,7 +306,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{}, storageError(r, name, err)
 		}
 		obj.SetResourceVersion(revisionString(rev))
-		return Result{Object: obj, Warnings: res.Warnings}, nil
+		return Result{Object: obj, Raw: servedAsStored(r, value, rev), Warnings: res.Warnings}, nil
 	}
 }
 
