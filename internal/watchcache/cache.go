@@ -76,7 +76,7 @@ func (e *TooOldError) Unwrap() error { return ErrTooOld }
 // Limits on memory.
 const (
 	// historySize is how many recent changes a cache keeps for watches that resume.
-	historySize = 4096
+	historySize = 1024
 	// watcherBuffer is how many events a watcher may lag behind before it is closed.
 	watcherBuffer = 1024
 )
