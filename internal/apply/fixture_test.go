@@ -40,75 +40,7 @@ import (
 // subresource, Plain no markers, Loose a schema that preserves unknown fields, Bare no schema at
 // all (field management deduces its types), Versioned two versions, Scaled the scale
 // subresource. Marked, Plain, Loose and Versioned are the differential test's CRDs.
-var fixtureCRDs = []string{`
-metadata: {name: marked.diff.example.com}
-spec:
-  group: diff.example.com
-  names: {kind: Marked, plural: marked, singular: marked}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              replicas: {type: integer}
-              ports:
-                type: array
-                x-kubernetes-list-type: map
-                x-kubernetes-list-map-keys: [name]
-                items: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}}}
-              tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
-              args: {type: array, x-kubernetes-list-type: atomic, items: {type: string}}
-              settings: {type: object, x-kubernetes-map-type: granular, additionalProperties: {type: string}}
-              selector: {type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}
-              endpoint:
-                type: object
-                x-kubernetes-map-type: atomic
-                properties: {host: {type: string}, port: {type: integer}}
-          status:
-            type: object
-            properties:
-              ready: {type: boolean}
-              replicas: {type: integer}
-`, `
-metadata: {name: plains.diff.example.com}
-spec:
-  group: diff.example.com
-  names: {kind: Plain, plural: plains, singular: plain}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              items: {type: array, items: {type: object, properties: {name: {type: string}, value: {type: string}}}}
-              data: {type: object, additionalProperties: {type: string}}
-`, `
-metadata: {name: loose.diff.example.com}
-spec:
-  group: diff.example.com
-  names: {kind: Loose, plural: loose, singular: loose}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`, `
+var fixtureCRDs = append(append([]string(nil), objectstest.ScenarioCRDs...), `
 metadata: {name: bares.diff.example.com}
 spec:
   group: diff.example.com
@@ -116,21 +48,6 @@ spec:
   scope: Namespaced
   versions:
   - {name: v1, served: true, storage: true}
-`, `
-metadata: {name: versioned.diff.example.com}
-spec:
-  group: diff.example.com
-  names: {kind: Versioned, plural: versioned, singular: versioned}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {a: {type: string}, b: {type: string}}}}}}
-  - name: v2
-    served: true
-    storage: false
-    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {a: {type: string}, b: {type: string}}}}}}
 `, `
 metadata: {name: scaled.diff.example.com}
 spec:
@@ -150,7 +67,7 @@ spec:
         properties:
           spec: {type: object, properties: {replicas: {type: integer}, image: {type: string}}}
           status: {type: object, properties: {replicas: {type: integer}, selector: {type: string}}}
-`}
+`)
 
 // fixtureResources names the resources a TestCase may use; an operation's Version picks
 // another served version of the same resource.
