@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,8 @@ type Server struct {
 	ready    atomic.Bool
 	stop     context.CancelFunc // ends controllers and open watches
 	done     chan struct{}
+
+	shutdownOnce sync.Once
 }
 
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
@@ -130,6 +133,12 @@ func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 // Shutdown stops accepting requests, lets in-flight requests finish, closes watches, stops the
 // controllers and storage.
 func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdownOnce.Do(func() { err = s.shutdown(ctx) })
+	return err
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	shutdownErr := make(chan error, 1)
 	go func() { shutdownErr <- s.http.Shutdown(ctx) }()

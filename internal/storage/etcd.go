@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,8 +17,9 @@ import (
 
 // Backend is a connection to etcd, and the embedded etcd server when lapis runs one.
 type Backend struct {
-	Client   *clientv3.Client
-	embedded *embed.Etcd
+	Client    *clientv3.Client
+	embedded  *embed.Etcd
+	closeOnce sync.Once
 }
 
 // OpenEmbedded starts etcd in this process with its data under dir (fsync on) and connects to it
@@ -97,11 +99,17 @@ func OpenExternal(ctx context.Context, endpoints []string) (*Backend, error) {
 	return &Backend{Client: c}, nil
 }
 
-// Close disconnects and stops the embedded etcd, if any.
+// Close disconnects and stops the embedded etcd, if any. Closing again does nothing.
 func (b *Backend) Close() error {
-	err := b.Client.Close()
-	if b.embedded != nil {
-		b.embedded.Close()
-	}
+	var err error
+	b.closeOnce.Do(func() {
+		err = b.Client.Close()
+		if errors.Is(err, context.Canceled) {
+			err = nil // the in-process client reports its own cancellation on close
+		}
+		if b.embedded != nil {
+			b.embedded.Close()
+		}
+	})
 	return err
 }

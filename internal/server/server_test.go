@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestStartServeShutdown(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			srv.Shutdown(context.Background())
+		}
+	}()
+
+	// The kubeconfig names the real address and works as it is.
+	info, err := os.Stat(KubeconfigPath(dir))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig: %v %v", info, err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://"+srv.Addr().String() {
+		t.Errorf("kubeconfig server %s, listening on %s", cfg.Host, srv.Addr())
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	nss, err := cs.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(nss.Items) != 4 {
+		t.Fatalf("namespaces: %v %v", nss, err)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil || v.Major != "1" || v.GitVersion != Version.GitVersion {
+		t.Errorf("version %+v %v", v, err)
+	}
+
+	// Health is open to all; resources need credentials.
+	anonymous := rest.AnonymousClientConfig(cfg)
+	client, err := rest.HTTPClientFor(anonymous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/livez": 200, "/api/v1/namespaces": 401, "/nope": 401} {
+		resp, err := client.Get(cfg.Host + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("anonymous GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+
+	// Shutdown ends open watches and stops serving.
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	for range w.ResultChan() {
+	}
+	if _, err := http.Get("http://" + srv.Addr().String()); err == nil {
+		t.Error("still serving after Shutdown")
+	}
+}
