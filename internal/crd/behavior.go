@@ -22,6 +22,7 @@ import (
 type customBehavior struct {
 	structural *structuralschema.Structural // nil: no schema, anything goes
 	defaults   bool                         // the schema declares a default somewhere
+	embedded   bool                         // the schema has x-kubernetes-embedded-resource parts
 	validator  apiservervalidation.SchemaValidator
 	hasStatus  bool
 	selectable []selectableField
@@ -48,6 +49,7 @@ func newCustomBehavior(crd *apiextensionsv1.CustomResourceDefinition, v *apiexte
 	}
 	b.structural = s
 	b.defaults = hasDefaults(s)
+	b.embedded = hasEmbeddedResources(s)
 	if b.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("building validator: %w", err)
 	}
@@ -111,6 +113,22 @@ func (b *customBehavior) Default(obj *unstructured.Unstructured) {
 // only when the schema has defaults; otherwise reads serve the stored bytes as they are.
 func (b *customBehavior) DefaultsOnRead() bool { return b.defaults }
 
+// hasEmbeddedResources reports whether a schema embeds resources (whose metadata it validates).
+func hasEmbeddedResources(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.XEmbeddedResource || hasEmbeddedResources(s.Items) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasEmbeddedResources(&p) {
+			return true
+		}
+	}
+	return s.AdditionalProperties != nil && hasEmbeddedResources(s.AdditionalProperties.Structural)
+}
+
 // hasDefaults reports whether a schema declares a default anywhere.
 func hasDefaults(s *structuralschema.Structural) bool {
 	if s == nil {
@@ -138,7 +156,10 @@ func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.Err
 	} else {
 		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj.UnstructuredContent(), old.UnstructuredContent(), b.validator)
 	}
-	errs = append(errs, schemaobjectmeta.Validate(context.TODO(), nil, obj.Object, b.structural, true)...)
+	if b.embedded {
+		// The root's metadata is the pipeline's to validate; embedded resources' is the schema's.
+		errs = append(errs, schemaobjectmeta.Validate(context.TODO(), nil, obj.Object, b.structural, false)...)
+	}
 	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, b.structural, obj.Object)...)
 	return errs
 }

@@ -145,3 +145,40 @@ func TestStatusSubresourceAndFields(t *testing.T) {
 		t.Error("a schema without defaults must serve stored bytes as they are")
 	}
 }
+
+func TestEmbeddedResourceMetadata(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: templates.example.com}
+spec:
+  group: example.com
+  names: {kind: Template, plural: templates}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+`), crd); err != nil {
+		t.Fatal(err)
+	}
+	b, err := newCustomBehavior(crd, &crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := object(t, `{apiVersion: example.com/v1, kind: Template, metadata: {name: a}, spec: {template: {apiVersion: v1, kind: ConfigMap, metadata: {name: Bad_Name}}}}`)
+	errs := b.Validate(obj, nil)
+	if agg := errs.ToAggregate(); agg == nil || !strings.Contains(agg.Error(), "spec.template.metadata.name") {
+		t.Errorf("embedded metadata not validated: %v", agg)
+	}
+	if widgetBehavior(t, 0).embedded {
+		t.Error("a schema without embedded resources reported some")
+	}
+}
