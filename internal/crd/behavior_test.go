@@ -173,7 +173,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := object(t, `{apiVersion: example.com/v1, kind: Template, metadata: {name: a}, spec: {template: {apiVersion: v1, kind: ConfigMap, metadata: {name: Bad_Name}}}}`)
+	obj := object(t, `{apiVersion: example.com/v1, kind: Template, metadata: {name: a}, spec: {template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "bad/name"}}}}`)
 	errs := b.Validate(obj, nil)
 	if agg := errs.ToAggregate(); agg == nil || !strings.Contains(agg.Error(), "spec.template.metadata.name") {
 		t.Errorf("embedded metadata not validated: %v", agg)
