@@ -90,7 +90,8 @@ func New(svc *objects.Service, log *slog.Logger) *Collector {
 		cat:     svc.Catalog(),
 		log:     log,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](5*time.Millisecond, 30*time.Second),
+			// Retries are mostly "the index has not seen storage's latest yet": keep them quick.
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](5*time.Millisecond, time.Second),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage-collector"}),
 		nodes:      map[types.UID]*node{},
 		owned:      map[types.UID]map[types.UID]bool{},
