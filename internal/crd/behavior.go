@@ -7,12 +7,14 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/jsonpath"
@@ -23,6 +25,7 @@ type customBehavior struct {
 	structural *structuralschema.Structural // nil: no schema, anything goes
 	defaults   bool                         // the schema declares a default somewhere
 	embedded   bool                         // the schema has x-kubernetes-embedded-resource parts
+	rules      *cel.Validator               // the schema's x-kubernetes-validations (nil: none)
 	validator  apiservervalidation.SchemaValidator
 	hasStatus  bool
 	selectable []selectableField
@@ -50,6 +53,7 @@ func newCustomBehavior(crd *apiextensionsv1.CustomResourceDefinition, v *apiexte
 	b.structural = s
 	b.defaults = hasDefaults(s)
 	b.embedded = hasEmbeddedResources(s)
+	b.rules = cel.NewValidator(s, true, celconfig.PerCallLimit)
 	if b.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("building validator: %w", err)
 	}
@@ -161,6 +165,14 @@ func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.Err
 		errs = append(errs, schemaobjectmeta.Validate(context.TODO(), nil, obj.Object, b.structural, false)...)
 	}
 	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, b.structural, obj.Object)...)
+	if b.rules != nil {
+		var oldObject any
+		if old != nil {
+			oldObject = old.Object
+		}
+		ruleErrs, _ := b.rules.Validate(context.TODO(), nil, b.structural, obj.Object, oldObject, celconfig.RuntimeCELCostBudget)
+		errs = append(errs, ruleErrs...)
+	}
 	return errs
 }
 

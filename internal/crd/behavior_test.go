@@ -7,6 +7,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -58,8 +59,13 @@ func widgetBehavior(t *testing.T, version int) *customBehavior {
 
 func object(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
+	// Through JSON into unstructured, so numbers are int64 as in requests.
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+	if err := utiljson.Unmarshal(data, &u.Object); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -180,5 +186,50 @@ spec:
 	}
 	if widgetBehavior(t, 0).embedded {
 		t.Error("a schema without embedded resources reported some")
+	}
+}
+
+func TestValidationRules(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: ranges.example.com}
+spec:
+  group: example.com
+  names: {kind: Range, plural: ranges}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: "self.min <= self.max", message: "min must not exceed max"}
+            properties:
+              min: {type: integer}
+              max: {type: integer}
+              id: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf", message: "id is immutable"}]}
+`), crd); err != nil {
+		t.Fatal(err)
+	}
+	b, err := newCustomBehavior(crd, &crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := object(t, `{apiVersion: example.com/v1, kind: Range, metadata: {name: r}, spec: {min: 1, max: 2, id: a}}`)
+	if errs := b.Validate(good, nil); len(errs) != 0 {
+		t.Fatalf("valid object refused: %v", errs)
+	}
+	bad := object(t, `{apiVersion: example.com/v1, kind: Range, metadata: {name: r}, spec: {min: 3, max: 2, id: a}}`)
+	if agg := b.Validate(bad, nil).ToAggregate(); agg == nil || !strings.Contains(agg.Error(), "spec: Invalid value: min must not exceed max") {
+		t.Errorf("rule not enforced: %v", agg)
+	}
+	changed := object(t, `{apiVersion: example.com/v1, kind: Range, metadata: {name: r}, spec: {min: 1, max: 2, id: b}}`)
+	if agg := b.Validate(changed, good).ToAggregate(); agg == nil || !strings.Contains(agg.Error(), "id is immutable") {
+		t.Errorf("transition rule not enforced: %v", agg)
 	}
 }
