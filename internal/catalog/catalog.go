@@ -112,18 +112,6 @@ func (c *Catalog) All() []*Resource {
 	return append(out, custom...)
 }
 
-// ByGroupResource returns every served version of a group/resource (for example to delete a
-// resource's objects once, whatever version they are served at).
-func (c *Catalog) ByStorage(gr schema.GroupResource) []*Resource {
-	var out []*Resource
-	for _, r := range c.All() {
-		if r.StorageGroupResource == gr {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // Changes returns a channel that receives a value after the catalogue changes. Several changes
 // may be coalesced into one value.
 func (c *Catalog) Changes() <-chan struct{} {

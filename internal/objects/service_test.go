@@ -371,3 +371,18 @@ func TestWatchSelectorTransitions(t *testing.T) {
 		t.Fatalf("events %v", got)
 	}
 }
+
+// A namespace whose annotations merely mention deletion is not terminating.
+func TestNamespaceAcceptsContentUnlessTerminating(t *testing.T) {
+	s := newTestService(t)
+	ctx := context.Background()
+	nss := s.mustResource(t, "", "v1", "namespaces")
+	ns := object("v1", "Namespace", "", "wordy", nil)
+	ns.SetAnnotations(map[string]string{"deletionTimestamp": "never", "note": `"phase":"Terminating"`})
+	if _, err := s.Create(ctx, nss, "", ns, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, s.mustResource(t, "", "v1", "configmaps"), "wordy", configMap("fine", nil), WriteOptions{}); err != nil {
+		t.Fatalf("create in an active namespace: %v", err)
+	}
+}

@@ -204,7 +204,12 @@ func (s *Service) checkNamespaceAcceptsContent(ctx context.Context, r *catalog.R
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if bytes.Contains(kv.Value, []byte(`"deletionTimestamp"`)) || bytes.Contains(kv.Value, []byte(`"phase":"Terminating"`)) {
+	namespace, err := stored.Decode(kv.Value, kv.ModRevision)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	phase, _, _ := unstructured.NestedString(namespace.Object, "status", "phase")
+	if namespace.GetDeletionTimestamp() != nil || phase == "Terminating" {
 		err := apierrors.NewForbidden(qualifiedResource(r), obj.GetName(),
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{

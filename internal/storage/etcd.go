@@ -69,14 +69,6 @@ func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, 
 	return &Backend{Client: v3client.New(e.Server), embedded: e}, nil
 }
 
-// ClientURL is the address other processes can reach the embedded etcd at ("" for external).
-func (b *Backend) ClientURL() string {
-	if b.embedded == nil || len(b.embedded.Clients) == 0 {
-		return ""
-	}
-	return "http://" + b.embedded.Clients[0].Addr().String()
-}
-
 // OpenExternal connects to an etcd cluster.
 func OpenExternal(ctx context.Context, endpoints []string) (*Backend, error) {
 	c, err := clientv3.New(clientv3.Config{
