@@ -116,6 +116,16 @@ func loadOrCreateCA(pki string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, e
 }
 
 func loadOrCreateServing(pki string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, host string) (tls.Certificate, error) {
+	certPEM, keyPEM, err := loadOrCreateServingFor(pki, "serving", "lapis", ca, caKey, host)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// loadOrCreateServingFor returns the serving certificate pki/name.{crt,key}, made for
+// localhost, the loopback addresses and host; one made for another host is replaced.
+func loadOrCreateServingFor(pki, name, cn string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, host string) ([]byte, []byte, error) {
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 	dns := []string{"localhost"}
 	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
@@ -123,25 +133,60 @@ func loadOrCreateServing(pki string, ca *x509.Certificate, caKey *ecdsa.PrivateK
 	} else if host != "" && ip == nil {
 		dns = append(dns, host)
 	}
-	certPEM, keyPEM, err := loadOrCreateLeaf(pki, "serving", ca, caKey, func(t *x509.Certificate) {
-		t.Subject = pkix.Name{CommonName: "lapis"}
+	certPEM, keyPEM, err := loadOrCreateLeaf(pki, name, ca, caKey, func(t *x509.Certificate) {
+		t.Subject = pkix.Name{CommonName: cn}
 		t.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		t.IPAddresses, t.DNSNames = ips, dns
 	})
 	if err != nil {
-		return tls.Certificate{}, err
+		return nil, nil, err
 	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if b, _ := pem.Decode(certPEM); b != nil {
+		if leaf, err := x509.ParseCertificate(b.Bytes); err == nil && !covers(leaf, ips, dns) {
+			_ = os.Remove(filepath.Join(pki, name+".crt"))
+			return loadOrCreateServingFor(pki, name, cn, ca, caKey, host)
+		}
+	}
+	return certPEM, keyPEM, nil
+}
+
+// EtcdClientCN is the common name of the client certificate other lapis processes present to
+// an exposed embedded etcd; the etcd accepts no other.
+const EtcdClientCN = "lapis-etcd-client"
+
+// EtcdFiles name the PEM files for exposing the embedded etcd over TLS: its serving
+// certificate, and the client certificate other lapis processes present to it (pass
+// CAFile, ClientCert and ClientKey to their --etcd-cafile, --etcd-certfile, --etcd-keyfile).
+// All are signed by lapis's CA, CAFile.
+type EtcdFiles struct {
+	CAFile                string
+	ServerCert, ServerKey string
+	ClientCert, ClientKey string
+}
+
+// LoadOrCreateEtcd makes sure the etcd certificates exist under dir/pki, signed by lapis's CA
+// (created if missing); the serving certificate covers localhost, the loopback addresses and host.
+func LoadOrCreateEtcd(dir, host string) (EtcdFiles, error) {
+	pki := filepath.Join(dir, "pki")
+	if err := os.MkdirAll(pki, 0o700); err != nil {
+		return EtcdFiles{}, err
+	}
+	ca, caKey, _, err := loadOrCreateCA(pki)
 	if err != nil {
-		return pair, err
+		return EtcdFiles{}, err
 	}
-	// A certificate made for another listen address is replaced.
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err == nil && !covers(leaf, ips, dns) {
-		_ = os.Remove(filepath.Join(pki, "serving.crt"))
-		return loadOrCreateServing(pki, ca, caKey, host)
+	if _, _, err := loadOrCreateServingFor(pki, "etcd-server", "lapis-etcd", ca, caKey, host); err != nil {
+		return EtcdFiles{}, err
 	}
-	return pair, nil
+	if _, _, err := loadOrCreateLeaf(pki, "etcd-client", ca, caKey, func(t *x509.Certificate) {
+		t.Subject = pkix.Name{CommonName: EtcdClientCN}
+		t.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}); err != nil {
+		return EtcdFiles{}, err
+	}
+	f := func(name string) string { return filepath.Join(pki, name) }
+	return EtcdFiles{CAFile: f("ca.crt"), ServerCert: f("etcd-server.crt"), ServerKey: f("etcd-server.key"),
+		ClientCert: f("etcd-client.crt"), ClientKey: f("etcd-client.key")}, nil
 }
 
 func covers(cert *x509.Certificate, ips []net.IP, dns []string) bool {

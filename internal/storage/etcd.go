@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -22,23 +25,50 @@ type Backend struct {
 	closeOnce sync.Once
 }
 
+// ServerTLS is how an exposed embedded etcd serves: with CertFile and KeyFile, accepting only
+// clients whose certificate ClientCAFile signed and, if ClientCNs is not empty, names one of them.
+type ServerTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	ClientCNs                       []string
+}
+
 // OpenEmbedded starts etcd in this process with its data under dir (fsync on) and connects to it
-// without going through the network. clientURL, if not empty, also exposes it to other processes.
+// without going through the network; with clientURL "" it opens no socket at all. A clientURL
+// also exposes it there, without TLS or authentication: for tests only (lapis exposes it with
+// OpenEmbeddedTLS).
 func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, error) {
+	return OpenEmbeddedTLS(ctx, dir, clientURL, nil)
+}
+
+// OpenEmbeddedTLS is OpenEmbedded exposing etcd at an https clientURL with serving, which
+// requires client certificates. An https URL needs serving; serving needs an https URL.
+func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving *ServerTLS) (*Backend, error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = filepath.Join(dir, "etcd")
 	cfg.Name = "lapis"
-	listen := "http://127.0.0.1:0"
-	if clientURL != "" {
-		listen = clientURL
-	}
-	cu, err := url.Parse(listen)
-	if err != nil {
-		return nil, fmt.Errorf("etcd client URL: %w", err)
-	}
+	// lapis talks to its etcd in-process (v3client): no client listener unless asked for, and
+	// a single member needs no peer listener. Its peer URL is only a name in InitialCluster.
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls, cfg.ListenClientHttpUrls = nil, nil, nil
+	cfg.ListenPeerUrls = nil
 	pu, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	cfg.AdvertisePeerUrls = []url.URL{*pu}
+	if clientURL != "" {
+		cu, err := url.Parse(clientURL)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client URL: %w", err)
+		}
+		if (cu.Scheme == "https") != (serving != nil) {
+			return nil, fmt.Errorf("etcd client URL %s: https goes with a serving certificate and client authentication, and only https", clientURL)
+		}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	} else if serving != nil {
+		return nil, errors.New("etcd serving certificate without a client URL")
+	}
+	if serving != nil {
+		info := &cfg.ClientTLSInfo
+		info.CertFile, info.KeyFile, info.TrustedCAFile = serving.CertFile, serving.KeyFile, serving.ClientCAFile
+		info.ClientCertAuth, info.AllowedCNs = true, serving.ClientCNs
+	}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	// A single member elects itself: short ticks make start-up take milliseconds, not a second.
 	cfg.TickMs, cfg.ElectionMs = 10, 100
@@ -71,12 +101,18 @@ func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, 
 
 // OpenExternal connects to an etcd cluster.
 func OpenExternal(ctx context.Context, endpoints []string) (*Backend, error) {
+	return OpenExternalTLS(ctx, endpoints, nil)
+}
+
+// OpenExternalTLS connects to an etcd cluster, over TLS with tlsConfig when it is not nil.
+func OpenExternalTLS(ctx context.Context, endpoints []string, tlsConfig *tls.Config) (*Backend, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:          endpoints,
 		DialTimeout:        10 * time.Second,
 		Context:            ctx,
 		Logger:             zap.NewNop(),
 		MaxCallSendMsgSize: 4 * 1024 * 1024,
+		TLS:                tlsConfig,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
@@ -89,6 +125,34 @@ func OpenExternal(ctx context.Context, endpoints []string) (*Backend, error) {
 		return nil, fmt.Errorf("etcd %v is not reachable: %w", endpoints, err)
 	}
 	return &Backend{Client: c}, nil
+}
+
+// ClientTLSConfig is the TLS configuration for connecting to etcd as kube-apiserver's
+// --etcd-cafile, --etcd-certfile and --etcd-keyfile make it: trust caFile (the system's roots
+// when empty), present certFile and keyFile (nothing when empty).
+func ClientTLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd CA file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcd CA file %s holds no PEM certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("an etcd client certificate needs both its certificate and key files")
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // Close disconnects and stops the embedded etcd, if any. Closing again does nothing.
