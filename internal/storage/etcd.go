@@ -73,7 +73,7 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 	// A single member elects itself: short ticks make start-up take milliseconds, not a second.
 	cfg.TickMs, cfg.ElectionMs = 10, 100
 	cfg.LogLevel = "error"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger())
 	cfg.MaxRequestBytes = 3 * 1024 * 1024
 	// One member needs no long raft log for followers to catch up from: snapshot (and release
 	// the in-memory log) often, which keeps memory small.
