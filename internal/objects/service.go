@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -57,6 +58,15 @@ func storageError(r *catalog.Resource, name string, err error) error {
 		return apierrors.NewConflict(gr, name, errors.New(registryConflictMessage))
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired(fmt.Sprintf("The resourceVersion for the provided list is too old."))
+	case errors.Is(err, storage.ErrNoSpace):
+		// 507: the request was fine, the server has no room to store it.
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusInsufficientStorage, Message: err.Error()}}
+	case errors.Is(err, storage.ErrUnavailable):
+		// No Retry-After on these: client-go would retry each up to ten times, for minutes.
+		return apierrors.NewServiceUnavailable(err.Error())
+	case errors.Is(err, storage.ErrTimeout):
+		return apierrors.NewTimeoutError(err.Error(), 0)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 1)
 	}

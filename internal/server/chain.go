@@ -35,6 +35,7 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
 	verbs := handlers.New(s.objects)
+	health := newHealth(s.objects.Store(), s.ready.Load)
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)
 	profiling.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -50,10 +51,11 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 				handlers.WriteError(w, req, apierrors.NewInternalError(fmt.Errorf("%v", p)))
 			}
 		}()
-		switch req.URL.Path {
-		case "/healthz", "/livez", "/readyz":
-			s.health(w, req)
+		if h, ok := health.handler(req.URL.Path); ok {
+			h(w, req)
 			return
+		}
+		switch req.URL.Path {
 		case "/version", "/version/":
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(Version)
@@ -90,21 +92,4 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 			handlers.WriteError(w, req, apierrors.NewNotFound(schema.GroupResource{}, ""))
 		}
 	})
-}
-
-// health answers /healthz, /livez and /readyz; readiness waits for storage and CRDs.
-func (s *Server) health(w http.ResponseWriter, req *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if req.URL.Path == "/readyz" && !s.ready.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprint(w, "[-]lapis not ready\nreadyz check failed")
-		return
-	}
-	if _, err := s.objects.Store().Revision(req.Context()); err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprint(w, "[-]etcd failed: reason withheld\nhealthz check failed")
-		return
-	}
-	fmt.Fprint(w, "ok")
 }

@@ -75,7 +75,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 
-	store := storage.NewStore(backend.Client)
+	store := backend.Store(log) // refuses writes while the disk is nearly full
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources()...)
 	s.objects = objects.NewService(store, cat)

@@ -23,6 +23,8 @@ type Backend struct {
 	Client    *clientv3.Client
 	embedded  *embed.Etcd
 	closeOnce sync.Once
+	// walBlocked: the embedded etcd started with no room for its next WAL segment.
+	walBlocked bool
 }
 
 // ServerTLS is how an exposed embedded etcd serves: with CertFile and KeyFile, accepting only
@@ -80,6 +82,7 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 	cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 2000, 500
 	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
 
+	walBlocked := walCannotRollOver(cfg.Dir) // known only before etcd starts
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
@@ -96,7 +99,7 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 		e.Close()
 		return nil, errors.New("embedded etcd did not become ready within 60s")
 	}
-	return &Backend{Client: v3client.New(e.Server), embedded: e}, nil
+	return &Backend{Client: v3client.New(e.Server), embedded: e, walBlocked: walBlocked}, nil
 }
 
 // OpenExternal connects to an etcd cluster.

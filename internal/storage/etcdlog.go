@@ -1,7 +1,11 @@
 package storage
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"strings"
+	"syscall"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -14,5 +18,24 @@ func etcdLogger() *zap.Logger {
 	enc.TimeKey = "time"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.ErrorLevel)
-	return zap.New(core).Named("etcd")
+	return zap.New(core, zap.WithFatalHook(explainFatal{})).Named("etcd")
+}
+
+// explainFatal ends lapis after etcd logged a fatal error, as zap would, saying first what it
+// means for lapis.
+type explainFatal struct{}
+
+func (explainFatal) OnWrite(ce *zapcore.CheckedEntry, fields []zapcore.Field) {
+	fmt.Fprintln(os.Stderr, fatalMessage(ce.Message, fields))
+	os.Exit(1)
+}
+
+func fatalMessage(msg string, fields []zapcore.Field) string {
+	for _, f := range fields {
+		err, ok := f.Interface.(error)
+		if ok && (errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), syscall.ENOSPC.Error())) {
+			return "lapis: the embedded etcd stopped because the disk holding lapis's data is full (no space left on device): free space on it and start lapis again"
+		}
+	}
+	return fmt.Sprintf("lapis: the embedded etcd stopped (%s): lapis cannot continue", msg)
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 )
 
 // KeyValue is one stored value and the revisions that created and last modified it.
@@ -25,12 +29,39 @@ var (
 	ErrConflict       = errors.New("modified since read")
 	ErrCompacted      = errors.New("revision compacted")
 	ErrFutureRevision = errors.New("revision is newer than the store's")
+	// ErrNoSpace: writes are refused for want of space (a nearly full disk, or etcd's quota).
+	ErrNoSpace = errors.New("insufficient storage")
+	// ErrUnavailable: etcd cannot be reached or cannot serve now.
+	ErrUnavailable = errors.New("etcd is unavailable")
+	// ErrTimeout: etcd did not answer in time.
+	ErrTimeout = errors.New("etcd did not answer in time")
 )
 
 // Store reads and writes values under a key prefix of one etcd.
 type Store struct {
 	client *clientv3.Client
+	space  *spaceGuard // nil: writes are not held back for disk space
 }
+
+// Every call gets a deadline, so no request or controller waits forever on an unreachable etcd
+// (the etcd client waits for a connection as long as its context allows). callTimeout is longer
+// than etcd's own request timeout (5s plus two election timeouts), so it ends only calls etcd
+// cannot answer at all; a list of a large prefix may take longer than a single key.
+const (
+	callTimeout = 10 * time.Second
+	listTimeout = 60 * time.Second
+)
+
+// bounded returns ctx with a deadline at most d away.
+func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// writable returns an ErrNoSpace when the disk is too full to write.
+func (s *Store) writable() error { return s.space.check() }
 
 // NewStore returns a Store on client.
 func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
@@ -41,12 +72,22 @@ func fromKV(kv *mvccpb.KeyValue) KeyValue {
 
 // Create stores value at key if nothing is there, and returns the revision written.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if err := s.writable(); err != nil {
+		// Creating what exists fails anyway, and says so (lapis creates its system namespaces
+		// at every start, also on a full disk).
+		if _, _, gerr := s.Get(ctx, key, 0); gerr == nil {
+			return 0, ErrExists
+		}
+		return 0, err
+	}
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(value))).
 		Commit()
 	if err != nil {
-		return 0, err
+		return 0, s.failure(err)
 	}
 	if !resp.Succeeded {
 		return 0, ErrExists
@@ -57,13 +98,18 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // Update replaces the value at key if it was last modified at expected, and returns the
 // revision written. On ErrConflict the current value is returned so callers can retry.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, KeyValue, error) {
+	if err := s.writable(); err != nil {
+		return 0, KeyValue{}, err
+	}
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
 		Then(clientv3.OpPut(key, string(value))).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return 0, KeyValue{}, err
+		return 0, KeyValue{}, s.failure(err)
 	}
 	if resp.Succeeded {
 		return resp.Header.Revision, KeyValue{}, nil
@@ -78,6 +124,12 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 // Delete removes key if it was last modified at expected (0: whatever its revision) and returns
 // the deleted value and the revision of the deletion.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (KeyValue, int64, error) {
+	// Deleting frees no disk at once (etcd keeps history until compaction) and is a write.
+	if err := s.writable(); err != nil {
+		return KeyValue{}, 0, err
+	}
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
 	cmp := clientv3.Compare(clientv3.ModRevision(key), "=", expected)
 	if expected == 0 {
 		cmp = clientv3.Compare(clientv3.CreateRevision(key), ">", 0)
@@ -87,7 +139,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (KeyValu
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return KeyValue{}, 0, err
+		return KeyValue{}, 0, s.failure(err)
 	}
 	if !resp.Succeeded {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
@@ -109,9 +161,11 @@ func (s *Store) Get(ctx context.Context, key string, revision int64) (KeyValue, 
 	if revision > 0 {
 		opts = append(opts, clientv3.WithRev(revision))
 	}
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
 	resp, err := s.client.Get(ctx, key, opts...)
 	if err != nil {
-		return KeyValue{}, 0, translate(err)
+		return KeyValue{}, 0, s.failure(err)
 	}
 	if len(resp.Kvs) == 0 {
 		return KeyValue{}, resp.Header.Revision, ErrNotFound
@@ -155,9 +209,15 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (ListRes
 	if o.Limit > 0 {
 		opts = append(opts, clientv3.WithLimit(o.Limit))
 	}
+	timeout := callTimeout
+	if o.Limit <= 0 {
+		timeout = listTimeout // a whole prefix may be large
+	}
+	ctx, cancel := bounded(ctx, timeout)
+	defer cancel()
 	resp, err := s.client.Get(ctx, start, opts...)
 	if err != nil {
-		return ListResult{}, translate(err)
+		return ListResult{}, s.failure(err)
 	}
 	out := ListResult{Items: make([]KeyValue, len(resp.Kvs)), Revision: resp.Header.Revision, More: resp.More}
 	if o.Revision > 0 {
@@ -174,9 +234,11 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (ListRes
 
 // Revision returns the store's current revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
 	resp, err := s.client.Get(ctx, "/lapis-revision-probe", clientv3.WithCountOnly())
 	if err != nil {
-		return 0, err
+		return 0, s.failure(err)
 	}
 	return resp.Header.Revision, nil
 }
@@ -257,19 +319,64 @@ func (s *Store) RequestProgress(ctx context.Context) error {
 
 // Compact discards history before revision.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
+	// Compaction goes through etcd's WAL too; it can wait for space.
+	if err := s.writable(); err != nil {
+		return err
+	}
+	ctx, cancel := bounded(ctx, listTimeout)
+	defer cancel()
 	_, err := s.client.Compact(ctx, revision, clientv3.WithCompactPhysical())
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		return err
+		return s.failure(err)
 	}
 	return nil
 }
 
+// failure is translate, telling an etcd that cannot be reached (no connection: it is down or
+// refuses connections) from one that does not answer: the etcd client waits for a connection
+// until the deadline, which alone would make both a timeout.
+func (s *Store) failure(err error) error {
+	err = translate(err)
+	if errors.Is(err, ErrTimeout) {
+		// nil for the embedded etcd, reached in-process.
+		if conn := s.client.ActiveConnection(); conn != nil && conn.GetState() != connectivity.Ready {
+			return fmt.Errorf("%w: not connected", ErrUnavailable)
+		}
+	}
+	return err
+}
+
+// translate turns etcd's errors into the kinds callers branch on, keeping etcd's message.
 func translate(err error) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return fmt.Errorf("%w: %v", ErrCompacted, err)
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return fmt.Errorf("%w: %v", ErrFutureRevision, err)
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		return fmt.Errorf("%w: %v", ErrNoSpace, err)
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrTimeoutWaitAppliedIndex):
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	var etcdErr rpctypes.EtcdError
+	if errors.As(err, &etcdErr) {
+		if etcdErr.Code() == codes.Unavailable || errors.Is(err, rpctypes.ErrTooManyRequests) {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return err
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable:
+			// Also "connection reset by peer" and "transport is closing": etcd went away.
+			return fmt.Errorf("%w: %v", ErrUnavailable, st.Message())
+		case codes.DeadlineExceeded:
+			return fmt.Errorf("%w: %v", ErrTimeout, st.Message())
+		}
 	}
 	return err
 }

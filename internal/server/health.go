@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/lapis-dev/lapis/internal/storage"
+)
+
+// kube-apiserver's defaults for --etcd-healthcheck-timeout and --etcd-readycheck-timeout.
+const (
+	etcdHealthcheckTimeout = 2 * time.Second
+	etcdReadycheckTimeout  = 2 * time.Second
+)
+
+// healthCheck is one named check of /healthz, /livez or /readyz (k8s.io/apiserver's healthz).
+type healthCheck struct {
+	name  string
+	check func(*http.Request) error
+}
+
+// healthEndpoints answers /healthz, /livez and /readyz, their ?verbose and ?exclude= forms and
+// one path per check (/livez/etcd), as kube-apiserver's healthz package does.
+type healthEndpoints map[string][]healthCheck
+
+// newHealth returns kube-apiserver's checks as far as lapis has them: the etcd check in all
+// three, a separate etcd-readiness check and the shutdown check in /readyz.
+func newHealth(store *storage.Store, ready func() bool) healthEndpoints {
+	ping := healthCheck{"ping", func(*http.Request) error { return nil }}
+	etcd := healthCheck{"etcd", (&etcdProbe{store: store, timeout: etcdHealthcheckTimeout}).check}
+	etcdReady := healthCheck{"etcd-readiness", (&etcdProbe{store: store, timeout: etcdReadycheckTimeout}).check}
+	shutdown := healthCheck{"shutdown", func(*http.Request) error {
+		if !ready() {
+			return errors.New("process is shutting down")
+		}
+		return nil
+	}}
+	return healthEndpoints{
+		"/healthz": {ping, etcd},
+		"/livez":   {ping, etcd},
+		"/readyz":  {ping, etcd, etcdReady, shutdown},
+	}
+}
+
+// handler returns the handler for path, if it is a health path.
+func (h healthEndpoints) handler(path string) (http.HandlerFunc, bool) {
+	if checks, ok := h[path]; ok {
+		return func(w http.ResponseWriter, req *http.Request) {
+			serveChecks(w, req, strings.TrimPrefix(path, "/"), checks)
+		}, true
+	}
+	root, name, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	if !ok {
+		return nil, false
+	}
+	for _, c := range h["/"+root] {
+		if c.name == name {
+			return func(w http.ResponseWriter, req *http.Request) {
+				if err := c.check(req); err != nil {
+					http.Error(w, fmt.Sprintf("internal server error: %v", err), http.StatusInternalServerError)
+					return
+				}
+				fmt.Fprint(w, "ok")
+			}, true
+		}
+	}
+	return nil, false
+}
+
+// serveChecks runs checks: 200 "ok" (or, with ?verbose, each check) when all pass, 500 with
+// each check and no reasons (the endpoint is public) when one fails.
+func serveChecks(w http.ResponseWriter, req *http.Request, name string, checks []healthCheck) {
+	excluded := sets.New(req.URL.Query()["exclude"]...)
+	unknown := excluded.Clone()
+	// Checks run at once (kube runs them in turn): each may take its whole timeout.
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		if !excluded.Has(c.name) {
+			wg.Go(func() { errs[i] = c.check(req) })
+		}
+	}
+	wg.Wait()
+	var out bytes.Buffer
+	failed := false
+	for i, c := range checks {
+		if excluded.Has(c.name) {
+			unknown.Delete(c.name)
+			fmt.Fprintf(&out, "[+]%s excluded: ok\n", c.name)
+			continue
+		}
+		if err := errs[i]; err != nil {
+			fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.name)
+			failed = true
+		} else {
+			fmt.Fprintf(&out, "[+]%s ok\n", c.name)
+		}
+	}
+	if unknown.Len() > 0 {
+		quoted := make([]string, 0, unknown.Len())
+		for _, n := range sets.List(unknown) {
+			quoted = append(quoted, fmt.Sprintf("%q", n))
+		}
+		fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(quoted, ","))
+	}
+	if failed {
+		http.Error(w, fmt.Sprintf("%s%s check failed", out.String(), name), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if _, verbose := req.URL.Query()["verbose"]; !verbose {
+		fmt.Fprint(w, "ok")
+		return
+	}
+	out.WriteTo(w)
+	fmt.Fprintf(w, "%s check passed\n", name)
+}
+
+// etcdProbe reads from etcd within timeout, at most once per half timeout: checks in between
+// get the last result, so health polling cannot pile up requests on a struggling etcd.
+type etcdProbe struct {
+	store   *storage.Store
+	timeout time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	lastErr error
+}
+
+func (p *etcdProbe) check(*http.Request) error {
+	p.mu.Lock()
+	if !p.last.IsZero() && time.Since(p.last) < p.timeout/2 {
+		err := p.lastErr
+		p.mu.Unlock()
+		return err
+	}
+	p.last = time.Now()
+	p.mu.Unlock()
+
+	// Not the request's context: a client that hangs up must not become the result others see.
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	_, err := p.store.Revision(ctx)
+	if err != nil {
+		err = fmt.Errorf("error getting data from etcd: %w", err)
+	}
+	p.mu.Lock()
+	p.lastErr = err
+	p.mu.Unlock()
+	return err
+}
