@@ -20,16 +20,9 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
-// Verb sets as kube-apiserver advertises them. Built-in resources list their verbs sorted;
-// custom resources list them in the order the apiextensions discovery controller uses.
-var (
-	builtinVerbs     = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	namespaceVerbs   = []string{"create", "delete", "get", "list", "patch", "update", "watch"} // no deletecollection
-	crdVerbs         = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
-	terminatingVerbs = []string{"delete", "deletecollection", "get", "list", "watch"}
-	subresourceVerbs = []string{"get", "patch", "update"}
-	finalizeVerbs    = []string{"update"}
-)
+// terminatingVerbs are what the apiextensions discovery controller advertises for the custom
+// resources of a CRD being deleted (updates are still served, for finalizers to be removed).
+var terminatingVerbs = []string{"delete", "deletecollection", "get", "list", "watch"}
 
 const (
 	aggregatedGroup = "apidiscovery.k8s.io"
@@ -193,15 +186,12 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	// version"); the apiextensions controller fills them in for custom resources.
 	kind := &metav1.GroupVersionKind{Kind: r.Kind}
 	isNamespaces := r.CRD == nil && r.GroupVersion.Group == "" && r.Name == "namespaces"
-	verbs := builtinVerbs
+	verbs := r.Verbs()
 	if r.CRD != nil {
 		kind.Group, kind.Version = r.GroupVersion.Group, r.GroupVersion.Version
-		verbs = crdVerbs
 		if crdTerminating(r.CRD) {
 			verbs = terminatingVerbs
 		}
-	} else if isNamespaces {
-		verbs = namespaceVerbs
 	}
 
 	main := metav1.APIResource{
@@ -231,10 +221,10 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	}
 	var subs []sub
 	if isNamespaces {
-		subs = append(subs, sub{"finalize", *kind, finalizeVerbs})
+		subs = append(subs, sub{"finalize", *kind, r.SubresourceVerbs("finalize")})
 	}
-	status := sub{"status", *kind, subresourceVerbs}
-	scale := sub{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, subresourceVerbs}
+	status := sub{"status", *kind, r.SubresourceVerbs("status")}
+	scale := sub{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, r.SubresourceVerbs("scale")}
 	switch {
 	case r.CRD != nil: // the apiextensions controller lists status before scale
 		if r.HasStatus {

@@ -40,8 +40,17 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 		writeError(w, req, errNoRoute)
 		return
 	}
-	if !subresourceServed(r, info.Subresource) {
-		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource + "/" + info.Subresource}, info.Name))
+	if r.SubresourceVerbs(info.Subresource) == nil {
+		// As kube-apiserver: no route for built-in types; the apiextensions handler names the object.
+		err := error(errNoRoute)
+		if r.CRD != nil {
+			err = apierrors.NewNotFound(qualified(r), info.Name)
+		}
+		writeError(w, req, err)
+		return
+	}
+	if !r.Serves(info.Subresource, info.Verb) {
+		writeError(w, req, methodNotAllowed(r, info.Verb))
 		return
 	}
 	if !r.Namespaced {
@@ -69,8 +78,10 @@ func (h *Handler) verb(rq *request) error {
 	case "watch":
 		return h.watch(rq)
 	case "create":
-		if rq.info.Name != "" {
-			return apierrors.NewMethodNotSupported(qualified(rq.resource), "create")
+		if rq.info.Name != "" && rq.resource.CRD == nil {
+			// Built-in routes take no POST to a name; the apiextensions handler creates what the
+			// body names.
+			return methodNotAllowed(rq.resource, "create")
 		}
 		return h.create(rq)
 	case "update":
@@ -85,18 +96,14 @@ func (h *Handler) verb(rq *request) error {
 	return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 }
 
-func subresourceServed(r *catalog.Resource, sub string) bool {
-	switch sub {
-	case "":
-		return true
-	case "status":
-		return r.HasStatus
-	case "scale":
-		return r.Scale != nil
-	case "finalize":
-		return r.StorageGroupResource == schema.GroupResource{Resource: "namespaces"}
+// methodNotAllowed is kube-apiserver's 405 for a verb a resource or subresource does not serve:
+// the apiextensions handler names the verb for custom resources; built-in routes answer with
+// the generic method-not-allowed status.
+func methodNotAllowed(r *catalog.Resource, verb string) error {
+	if r.CRD != nil {
+		return apierrors.NewMethodNotSupported(qualified(r), verb)
 	}
-	return false
+	return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
 }
 
 func qualified(r *catalog.Resource) schema.GroupResource {

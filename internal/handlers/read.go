@@ -147,8 +147,17 @@ func (h *Handler) watch(rq *request) error {
 		return err
 	}
 	timeout := defaultWatchTimeout
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	contentType := routing.JSON
+	if target.MediaType == routing.Protobuf {
+		contentType = protobufWatchMediaType
+	}
+	if timeout < 0 {
+		// kube-apiserver's watch timer fires at once: an empty stream.
+		startWatchStream(rq.w, contentType)
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(rq.req.Context(), timeout)
 	defer cancel()
@@ -156,17 +165,11 @@ func (h *Handler) watch(rq *request) error {
 	if err != nil {
 		return err
 	}
-	flusher, _ := rq.w.(http.Flusher)
-	encode, contentType := jsonWatch(rq, target, rq.w), routing.JSON
+	encode := jsonWatch(rq, target, rq.w)
 	if target.MediaType == routing.Protobuf {
-		encode, contentType = h.protobufWatch(rq, target, rq.w), protobufWatchMediaType
+		encode = h.protobufWatch(rq, target, rq.w)
 	}
-	rq.w.Header().Set("Content-Type", contentType)
-	rq.w.Header().Set("Transfer-Encoding", "chunked")
-	rq.w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	flusher := startWatchStream(rq.w, contentType)
 	for ev := range events {
 		if err := encode(ev); err != nil {
 			return nil // the client went away: nothing left to tell it
@@ -176,6 +179,18 @@ func (h *Handler) watch(rq *request) error {
 		}
 	}
 	return nil
+}
+
+// startWatchStream sends a watch response's headers; the flusher, if any, pushes events out.
+func startWatchStream(w http.ResponseWriter, contentType string) http.Flusher {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return flusher
 }
 
 // jsonWatch returns the encoder of a JSON watch stream written to w: one event a line.

@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/yaml"
 
+	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/routing"
 )
@@ -58,7 +61,9 @@ func writeStatus(w http.ResponseWriter, req *http.Request, code int, status *met
 
 // writeBodyAs writes a JSON body in mediaType (JSON or YAML).
 func writeBodyAs(w http.ResponseWriter, req *http.Request, code int, body []byte, mediaType string) {
-	if mediaType == routing.YAML {
+	// Block-style YAML indents every line by its depth, so deep nesting makes it grow with the
+	// square of the depth. Past a bound the body goes as it is: JSON is YAML too.
+	if mediaType == routing.YAML && jsoncost.Measure(body).BlockYAMLSize <= maxYAMLBytes(len(body)) {
 		if y, err := yaml.JSONToYAML(body); err == nil {
 			body = y
 		} else {
@@ -67,6 +72,10 @@ func writeBodyAs(w http.ResponseWriter, req *http.Request, code int, body []byte
 	}
 	send(w, req, code, mediaType, body)
 }
+
+// maxYAMLBytes bounds the block-style YAML made of n bytes of JSON: a few times the JSON, far
+// more than ordinary objects need.
+func maxYAMLBytes(n int) int { return 16*n + 1<<20 }
 
 // send writes an encoded body.
 func send(w http.ResponseWriter, req *http.Request, code int, contentType string, body []byte) {
@@ -145,11 +154,58 @@ func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1
 	writeBodyAs(rq.w, rq.req, code, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items), mediaType)
 }
 
-// writeWarnings sets Warning headers the way kube-apiserver does (RFC 7234, code 299).
+// Bounds on Warning headers, kube-apiserver's (k8s.io/apiserver/pkg/endpoints/filters/warning.go):
+// past warningTotalRunes of warning text, every warning is cut to warningItemRunes and those
+// that would still go past the total are dropped.
+const (
+	warningTotalRunes = 4 * 1024
+	warningItemRunes  = 256
+)
+
+// writeWarnings sets Warning headers (RFC 7234, code 299) as kube-apiserver's warning recorder
+// does: each text once, and once their total passes warningTotalRunes, the ones so far again
+// cut to warningItemRunes each, later ones cut too and dropped when the total is reached.
 func writeWarnings(w http.ResponseWriter, warnings []string) {
-	for _, msg := range warnings {
-		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	seen := make(map[string]bool, len(warnings))
+	var recorded, headers []string
+	written, truncating := 0, false
+	add := func(text string) {
+		if header, err := utilnet.NewWarningHeader(299, "-", text); err == nil {
+			written += utf8.RuneCountInString(text)
+			headers = append(headers, header)
+		}
 	}
+	for _, text := range warnings {
+		if truncating && written >= warningTotalRunes {
+			break
+		}
+		if text == "" || seen[text] {
+			continue
+		}
+		seen[text] = true
+		recorded = append(recorded, text)
+		switch {
+		case truncating:
+			add(truncateRunes(text, warningItemRunes))
+		case written+utf8.RuneCountInString(text) <= warningTotalRunes:
+			add(text)
+		default:
+			truncating, written, headers = true, 0, headers[:0]
+			for _, r := range recorded {
+				add(truncateRunes(r, warningItemRunes))
+			}
+		}
+	}
+	for _, h := range headers {
+		w.Header().Add("Warning", h)
+	}
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
 }
 
 // checkAcceptable fails with 406 when the client accepts nothing lapis can send.

@@ -52,13 +52,16 @@ func (h *Handler) update(rq *request) error {
 	if name := obj.GetName(); name != "" && name != rq.info.Name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, rq.info.Name))
 	}
-	if rq.resource.RequireResourceVersionOnUpdate && obj.GetResourceVersion() == "" && rq.info.Subresource != "finalize" {
-		// kube-apiserver names the resource, not the kind, in this error.
-		gk := schema.GroupKind{Group: rq.resource.GroupVersion.Group, Kind: rq.resource.Name}
-		return apierrors.NewInvalid(gk, rq.info.Name, field.ErrorList{
-			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
+	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		// Checked once the object is known to exist: kube-apiserver answers 404 first.
+		if rq.resource.RequireResourceVersionOnUpdate && obj.GetResourceVersion() == "" {
+			// kube-apiserver names the resource, not the kind, in this error.
+			gk := schema.GroupKind{Group: rq.resource.GroupVersion.Group, Kind: rq.resource.Name}
+			return nil, apierrors.NewInvalid(gk, rq.info.Name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
+		}
+		return obj.DeepCopy(), nil
 	}
-	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) { return obj.DeepCopy(), nil }
 	if rq.info.Subresource == "finalize" {
 		mutate = finalizeNamespace(obj)
 	}

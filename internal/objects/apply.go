@@ -50,7 +50,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	// (checked against the schema) say the configuration is clean.
 	wo.cleanCustom = len(warnings) == 0 && opts.FieldValidation != "Ignore"
 	wo.DecodeIssues = nil // reported above
-	for attempt := 0; ; attempt++ {
+	for {
 		res, err := s.Update(ctx, r, namespace, name, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			merged, err := merge(live)
 			if err != nil {
@@ -59,7 +59,8 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 			merged.SetResourceVersion(config.GetResourceVersion())
 			return merged, nil
 		}, wo)
-		if !apierrors.IsNotFound(err) || !isNotFoundOf(err, r, name) {
+		if !apierrors.IsNotFound(err) || !isNotFoundOf(err, r, name) || opts.Subresource != "" {
+			// Only the resource itself is created by an apply; a subresource's object must exist.
 			res.Warnings = append(warnings, res.Warnings...)
 			return res, err
 		}
@@ -72,7 +73,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
 		}
 		res, err = s.Create(ctx, r, namespace, created, wo)
-		if apierrors.IsAlreadyExists(err) && attempt < maxConflictRetries {
+		if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
 			continue // created concurrently: merge into it
 		}
 		res.Warnings = append(warnings, res.Warnings...)

@@ -65,6 +65,20 @@ func (s *Service) freshCache(ctx context.Context, r *catalog.Resource, rv string
 	return c, nil
 }
 
+// awaitRevision waits up to freshnessTimeout for storage to reach revision want, answering
+// kube-apiserver's 504 "Too large resource version" if it does not.
+func (s *Service) awaitRevision(ctx context.Context, r *catalog.Resource, want int64) error {
+	c := s.cacheOf(r)
+	err := c.WaitFresh(ctx, want, freshnessTimeout)
+	if errors.Is(err, watchcache.ErrNotFresh) {
+		return tooLargeResourceVersion(want, c.Revision())
+	}
+	if err != nil {
+		return storageError(r, "", err)
+	}
+	return nil
+}
+
 // errUseStorage says a read the cache would serve must go to storage (the cache lags).
 var errUseStorage = errors.New("watch cache lags storage")
 

@@ -233,6 +233,13 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 	var taken int64
 	for {
 		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, Start: start, After: after})
+		if errors.Is(err, storage.ErrFutureRevision) {
+			// Wait, as kube-apiserver does, for storage to reach the revision; then read again.
+			if err := s.awaitRevision(ctx, r, rev); err != nil {
+				return err
+			}
+			page, err = s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, Start: start, After: after})
+		}
 		if err != nil {
 			if opts.Continue != "" && isCompacted(err) {
 				return s.expiredContinue(ctx, opts.Continue)

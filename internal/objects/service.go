@@ -15,6 +15,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/stored"
 	"github.com/lapis-dev/lapis/internal/watchcache"
@@ -123,18 +124,30 @@ func hasReadDefaults(r *catalog.Resource) bool {
 	return ok && d.DefaultsOnRead()
 }
 
+// toStorage encodes obj as stored; its errors are API errors.
 func (s *Service) toStorage(r *catalog.Resource, obj *unstructured.Unstructured) ([]byte, error) {
 	if r.Conversion != nil {
 		obj = obj.DeepCopy()
 		if err := r.Conversion.ToStorage(obj); err != nil {
-			return nil, err
+			return nil, apierrors.NewInternalError(err)
 		}
 	} else if sv := r.StorageAPIVersion(); obj.GetAPIVersion() != sv {
 		obj = obj.DeepCopy()
 		obj.SetAPIVersion(sv)
 	}
-	return stored.Encode(obj.Object)
+	value, err := stored.Encode(obj.Object)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if depth := jsoncost.Measure(value).Depth; depth > maxObjectDepth {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object is nested %d levels deep (managedFields included); at most %d levels can be stored and read back", depth, maxObjectDepth))
+	}
+	return value, nil
 }
+
+// maxObjectDepth keeps stored objects readable: lists, watch events and Tables wrap an object
+// in a few more levels, and JSON decoders stop at jsoncost.MaxDecodableDepth.
+const maxObjectDepth = jsoncost.MaxDecodableDepth - 16
 
 // Get returns the named object.
 func (s *Service) Get(ctx context.Context, r *catalog.Resource, namespace, name string) (*unstructured.Unstructured, error) {

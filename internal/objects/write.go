@@ -98,7 +98,7 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 		}
 		value, err := s.toStorage(r, obj)
 		if err != nil {
-			return Result{}, apierrors.NewInternalError(err)
+			return Result{}, err
 		}
 		key := objectKey(r, obj.GetNamespace(), obj.GetName())
 		if opts.DryRun {
@@ -250,8 +250,12 @@ func validateCreate(r *catalog.Resource, obj *unstructured.Unstructured) field.E
 // given, modified. A resourceVersion in the result is a precondition.
 type Mutation func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
 
-// maxConflictRetries bounds retries of writes that carry no resourceVersion precondition.
-const maxConflictRetries = 16
+// retryConflict tells whether a write that lost a race should be tried again on the newer
+// object: always, as kube-apiserver's GuaranteedUpdate does, unless the client named the
+// resourceVersion it expects or its request has run out of time.
+func retryConflict(ctx context.Context, err error, precondition bool) bool {
+	return errors.Is(err, storage.ErrConflict) && !precondition && ctx.Err() == nil
+}
 
 // Update writes the result of mutate over the current object, retrying on a concurrent write
 // unless the result names the resourceVersion it expects.
@@ -260,7 +264,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		namespace = ""
 	}
 	key := objectKey(r, namespace, name)
-	for attempt := 0; ; attempt++ {
+	for {
 		kv, _, err := s.store.Get(ctx, key, 0)
 		if err != nil {
 			return Result{}, storageError(r, name, err)
@@ -284,7 +288,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		}
 		value, err := s.toStorage(r, obj)
 		if err != nil {
-			return Result{}, apierrors.NewInternalError(err)
+			return Result{}, err
 		}
 		if bytes.Equal(value, kv.Value) {
 			// Nothing changed: kube-apiserver does not write, and the resourceVersion stays.
@@ -296,7 +300,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !blocksDeletion(r, obj) {
 			// The last finalizer is gone: the object's deletion completes now.
 			if _, _, err := s.store.Delete(ctx, key, kv.ModRevision); err != nil {
-				if errors.Is(err, storage.ErrConflict) && !precondition && attempt < maxConflictRetries {
+				if retryConflict(ctx, err, precondition) {
 					continue
 				}
 				return Result{}, storageError(r, name, err)
@@ -304,7 +308,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
 		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
-		if errors.Is(err, storage.ErrConflict) && !precondition && attempt < maxConflictRetries {
+		if retryConflict(ctx, err, precondition) {
 			continue
 		}
 		if err != nil {

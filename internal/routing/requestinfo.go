@@ -79,8 +79,10 @@ func isNamespaceSubresource(parts []string) bool {
 func verbFor(r *http.Request, name string, legacyWatch bool) string {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		// As kube's RequestInfoFactory: watch=true makes a watch of a list only; a named GET
+		// stays a get (the legacy /watch/ paths watch one object).
 		switch {
-		case legacyWatch || isTrue(r.URL.Query().Get("watch")):
+		case legacyWatch, name == "" && isTrue(r.URL.Query().Get("watch")):
 			return "watch"
 		case name == "":
 			return "list"

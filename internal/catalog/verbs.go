@@ -1,0 +1,58 @@
+package catalog
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// Verb sets as kube-apiserver serves and advertises them. Built-in resources list their verbs
+// sorted; custom resources list them in the order the apiextensions discovery controller uses.
+var (
+	builtinVerbs     = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	namespaceVerbs   = []string{"create", "delete", "get", "list", "patch", "update", "watch"} // no deletecollection
+	crdVerbs         = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+	subresourceVerbs = []string{"get", "patch", "update"}
+	finalizeVerbs    = []string{"update"}
+)
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+// Verbs are the verbs the resource itself serves.
+func (r *Resource) Verbs() []string {
+	switch {
+	case r.CRD != nil:
+		return crdVerbs
+	case r.StorageGroupResource == namespacesResource:
+		return namespaceVerbs
+	}
+	return builtinVerbs
+}
+
+// SubresourceVerbs are the verbs a subresource serves ("" is the resource itself); nil when
+// the resource has no such subresource.
+func (r *Resource) SubresourceVerbs(sub string) []string {
+	switch sub {
+	case "":
+		return r.Verbs()
+	case "status":
+		if r.HasStatus {
+			return subresourceVerbs
+		}
+	case "scale":
+		if r.Scale != nil {
+			return subresourceVerbs
+		}
+	case "finalize":
+		if r.CRD == nil && r.StorageGroupResource == namespacesResource {
+			return finalizeVerbs
+		}
+	}
+	return nil
+}
+
+// Serves tells whether the resource serves verb on sub ("" is the resource itself).
+func (r *Resource) Serves(sub, verb string) bool {
+	for _, v := range r.SubresourceVerbs(sub) {
+		if v == verb {
+			return true
+		}
+	}
+	return false
+}
