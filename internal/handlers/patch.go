@@ -7,17 +7,16 @@ import (
 	"strings"
 	"unicode"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/patch"
 )
 
 func patchTypeOf(contentType string) types.PatchType { return types.PatchType(contentType) }
@@ -96,42 +95,54 @@ func (h *Handler) applyPatch(rq *request, pt types.PatchType, current, patch []b
 }
 
 // applyPatchAs applies a non-apply patch to the JSON of an object of kind gvk.
-func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.GroupVersionKind, current, patch []byte) ([]byte, error) {
+func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.GroupVersionKind, current, patchBody []byte) ([]byte, error) {
 	var out []byte
 	var err error
 	switch pt {
 	case types.JSONPatchType:
-		var p jsonpatch.Patch
 		var ops []jsonPatchOp
-		if err := json.Unmarshal(patch, &ops); err != nil {
+		if err := json.Unmarshal(patchBody, &ops); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 		}
-		if p, err = jsonpatch.DecodePatch(patch); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		if out, err = p.Apply(current); err != nil {
-			// kube-apiserver's answer to a JSON patch that does not apply.
-			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
-		}
+		out, err = patch.JSON(current, patchBody)
 	case types.MergePatchType:
-		out, err = jsonpatch.MergePatch(current, patch)
+		out, err = patch.Merge(current, patchBody)
 	case types.StrategicMergePatchType:
 		typed, terr := h.typed.New(gvk)
 		if terr != nil {
 			return nil, unsupportedPatch(pt, false)
 		}
-		var patchMap map[string]any
-		if err := json.Unmarshal(patch, &patchMap); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
-		}
-		out, err = strategicpatch.StrategicMergePatch(current, patch, typed)
+		out, err = patch.Strategic(current, patchBody, typed)
 	}
 	if err != nil {
-		// kube-apiserver reports a patch that cannot be applied as an invalid request.
-		return nil, apierrors.NewInvalid(gvk.GroupKind(), rq.info.Name,
-			field.ErrorList{field.Invalid(field.NewPath("patch"), string(patch), err.Error())})
+		return nil, patchError(pt, gvk, rq.info.Name, patchBody, err)
 	}
 	return out, nil
+}
+
+// patchError is kube-apiserver's answer to a patch that cannot be applied.
+func patchError(pt types.PatchType, gvk schema.GroupVersionKind, name string, patchBody []byte, err error) error {
+	e, ok := patch.AsError(err)
+	if !ok {
+		return err
+	}
+	switch e.Kind {
+	case patch.Malformed:
+		return apierrors.NewBadRequest(e.Message)
+	case patch.TooLarge:
+		return apierrors.NewRequestEntityTooLargeError(e.Message)
+	case patch.Invalid:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: e.Message,
+		}}
+	}
+	if pt == types.JSONPatchType {
+		// kube-apiserver wraps json-patch's error so, losing its text (and so the copy limit's).
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", e.Message, 0, false)
+	}
+	// kube-apiserver reports a patch that cannot be applied as an invalid request.
+	return apierrors.NewInvalid(gvk.GroupKind(), name,
+		field.ErrorList{field.Invalid(field.NewPath("patch"), string(patchBody), e.Message)})
 }
 
 func unsupportedPatch(pt types.PatchType, builtin bool) error {

@@ -1,9 +1,12 @@
 package handlers_test
 
 import (
+	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -105,5 +108,102 @@ func TestPatchWithCurrentResourceVersion(t *testing.T) {
 	patched := f.must(200, call{method: "PATCH", path: configMaps + "/p", body: `{"metadata":{"resourceVersion":"` + rv + `"},"data":{"a":"1"}}`, headers: []string{mergePatch}})
 	if nested(patched, "data.a") != "1" || nested(patched, "metadata.resourceVersion") == rv {
 		t.Fatalf("patch with the current resourceVersion: %v", patched)
+	}
+}
+
+// Patches that would cost unbounded memory, or that crash the patch libraries, are refused with
+// a 4xx and leave the object as it was; the limits let through what kube-apiserver lets through.
+func TestPatchLimitsAndMalformedPatches(t *testing.T) {
+	f := newFixture(t)
+	const serviceAccounts = "/api/v1/namespaces/default/serviceaccounts"
+	data := map[string]string{}
+	for i := range 16 {
+		data[fmt.Sprintf("key%02d", i)] = strings.Repeat("v", 60)
+	}
+	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("p", data)}) // ~1 KB
+	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("big", map[string]string{"a": strings.Repeat("x", 100<<10)})})
+	f.must(http.StatusCreated, call{method: "POST", path: serviceAccounts,
+		body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa","finalizers":["x.example.com/f"]},"secrets":[{"name":"s1"},{"name":"s2"}]}`})
+	const (
+		cm  = configMaps + "/p"
+		big = configMaps + "/big"
+		sa  = serviceAccounts + "/sa"
+		// kube-apiserver: NewGenericServerResponse(422, ...) around json-patch's error.
+		notApplied = "the server rejected our request due to an error in our request"
+		mergeKey   = "the merge key must be a string, number, boolean or null"
+	)
+	// The issue's copy bomb: each copy doubles the document (2^17 KB = 128 MB on a 1 KB
+	// ConfigMap); kube stops it at 3 MB copied.
+	copies := func(n int, from string) string {
+		var ops []string
+		for i := range n {
+			ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"%s","path":"/data/c%d"}`, from, i))
+		}
+		return "[" + strings.Join(ops, ",") + "]"
+	}
+	tests := func(n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(`{"op":"test","path":"/data/key00","value":"`+data["key00"]+`"},`, n), ",") + "]"
+	}
+	rows := []struct {
+		name, path, contentType, body string
+		want                          want
+	}{
+		{"copy bomb", cm, jsonPatch, copies(17, "/data"), want{code: 422, reason: metav1.StatusReasonInvalid, message: notApplied}},
+		// Nine copies of 100 KB (a ConfigMap holds at most 1 MB).
+		{"copies within the limit", big, jsonPatch, copies(9, "/data/a"), want{code: 200}},
+		{"more than 10000 operations", cm, jsonPatch, tests(10001),
+			want{code: 413, reason: metav1.StatusReasonRequestEntityTooLarge, message: "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"}},
+		{"10000 operations", cm, jsonPatch, tests(10000), want{code: 200}},
+		{"test of the root without a value", cm, jsonPatch, `[{"op":"test","path":""}]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 0: test: missing "value"`}},
+		{"replace of the root without a value", cm, jsonPatch, `[{"op":"replace","path":""}]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 0: replace: missing "value"`}},
+		{"add without a value", cm, jsonPatch, `[{"op":"test","path":"/data/key00","value":"` + data["key00"] + `"},{"op":"add","path":"/data/x"}]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 1: add: missing "value"`}},
+		{"copy without from", cm, jsonPatch, `[{"op":"copy","path":"/data/x"}]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 0: copy: "from" must be a string`}},
+		{"remove without a path", cm, jsonPatch, `[{"op":"remove"}]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 0: remove: "path" must be a string`}},
+		{"unknown operation", cm, jsonPatch, `[{"op":"frobnicate","path":"/data"}]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 0: unknown op "frobnicate"`}},
+		{"operation that is not an object", cm, jsonPatch, `[null]`,
+			want{code: 422, reason: metav1.StatusReasonInvalid, message: `invalid JSON patch operation 0: an operation must be an object`}},
+		{"object as a merge key", sa, strategicPatch, `{"secrets":[{"name":{}}]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: `invalid strategic merge patch: secrets[0].name: ` + mergeKey + `, got an object`}},
+		{"array as a merge key", sa, strategicPatch, `{"secrets":[{"name":[]}]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: `invalid strategic merge patch: secrets[0].name: ` + mergeKey + `, got an array`}},
+		{"object as a merge key to delete", sa, strategicPatch, `{"secrets":[{"$patch":"delete","name":{}}]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `secrets[0].name: ` + mergeKey}},
+		{"object as a merge key in $setElementOrder", sa, strategicPatch, `{"$setElementOrder/secrets":[{"name":{}}],"secrets":[{"name":{}}]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `$setElementOrder/secrets[0].name: ` + mergeKey}},
+		{"$setElementOrder of a list that is not merged", sa, strategicPatch, `{"$setElementOrder/imagePullSecrets":[{"name":"a"}],"imagePullSecrets":[{"name":"a"}]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `$setElementOrder/imagePullSecrets[0]: want a string, number or boolean, got an object`}},
+		{"object in $setElementOrder of a list of scalars", sa, strategicPatch, `{"metadata":{"$setElementOrder/finalizers":[{},{}],"finalizers":["a/b"]}}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `metadata.$setElementOrder/finalizers[0]: want a string, number or boolean, got an object`}},
+		{"objects in a merged list of scalars", sa, strategicPatch, `{"metadata":{"finalizers":[{},{}]}}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `metadata.finalizers[0]: want a string, number or boolean, got an object`}},
+		{"object in $retainKeys", sa, strategicPatch, `{"$retainKeys":[{},{}]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `$retainKeys[0]: $retainKeys lists field names: want a string, got an object`}},
+	}
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.must(200, call{method: "GET", path: tt.path})
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			start := time.Now()
+			r := f.do(call{method: "PATCH", path: tt.path, body: tt.body, headers: []string{tt.contentType}})
+			elapsed := time.Since(start)
+			runtime.ReadMemStats(&m1)
+			tt.want.check(t, r)
+			// The copy bomb is stopped after about 3 MB copied; the others cost next to nothing.
+			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 256<<20 || elapsed > 5*time.Second {
+				t.Errorf("the patch cost %d MB allocated and %v", alloc>>20, elapsed)
+			}
+			if tt.want.code >= 300 {
+				if got := f.must(200, call{method: "GET", path: tt.path}); !deepEqualJSON(got, before) {
+					t.Errorf("the object changed:\n got: %v\nwant: %v", got, before)
+				}
+			}
+		})
 	}
 }
