@@ -199,7 +199,8 @@ func TestProtobufNegotiation(t *testing.T) {
 	}{
 		{"object", call{method: "GET", path: configMaps + "/a", headers: []string{"Accept: " + protobufType}}, 200, protobufType, "ConfigMap", ""},
 		{"list", call{method: "GET", path: configMaps, headers: []string{"Accept: " + protobufType}}, 200, protobufType, "ConfigMapList", ""},
-		{"HEAD", call{method: "HEAD", path: configMaps + "/a", headers: []string{"Accept: " + protobufType}}, 200, protobufType, "", ""},
+		// kube-apiserver has no HEAD route for built-in types (custom resources answer it as a GET).
+		{"HEAD", call{method: "HEAD", path: configMaps + "/a", headers: []string{"Accept: " + protobufType}}, 405, protobufType, "", ""},
 		{"JSON first", call{method: "GET", path: configMaps + "/a", headers: []string{"Accept: application/json, " + protobufType}}, 200, "application/json", "ConfigMap", ""},
 		{"error", call{method: "GET", path: configMaps + "/missing", headers: []string{"Accept: " + protobufType}}, 404, protobufType, "Status", metav1.StatusReasonNotFound},
 		{"create", call{method: "POST", path: configMaps, body: configMapJSON("b", nil), headers: []string{"Accept: " + protobufType}}, 201, protobufType, "ConfigMap", ""},

@@ -101,7 +101,7 @@ func verbFor(r *http.Request, name string, legacyWatch bool) string {
 		}
 		return "delete"
 	}
-	return strings.ToLower(r.Method)
+	return "" // kube's RequestInfoFactory names no verb for other methods
 }
 
 func isTrue(v string) bool { return v == "1" || strings.EqualFold(v, "true") }

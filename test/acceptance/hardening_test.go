@@ -123,6 +123,10 @@ func TestSubresourceVerbs(t *testing.T) {
 		{"GET", ns + "/configmaps/c/status", generic404},
 		{"DELETE", ns + "/configmaps/c/status", generic404},
 		{"POST", ns + "/configmaps/c", generic405},
+		{"OPTIONS", ns + "/configmaps/c", generic405},
+		{"FOO", ns + "/configmaps/c", generic405},
+		{"OPTIONS", blob, blob405("")},
+		{"FOO", blob + "/status", blob405("")},
 	}
 	for _, c := range cases {
 		body, header := "{}", "Content-Type: application/merge-patch+json"
@@ -134,6 +138,13 @@ func TestSubresourceVerbs(t *testing.T) {
 		if got := fmt.Sprintf("%d %s %s", a.code, reason, msg); got != c.want {
 			t.Errorf("%s %s: got %q, want %q", c.method, c.path, got, c.want)
 		}
+	}
+	// HEAD: built-in routes have none, the apiextensions handler serves it as a GET.
+	if a := l.request(t, "HEAD", ns+"/configmaps/c", ""); a.code != 405 {
+		t.Errorf("HEAD of a ConfigMap: %d, want 405", a.code)
+	}
+	if a := l.request(t, "HEAD", blob, ""); a.code != 200 {
+		t.Errorf("HEAD of a custom resource: %d, want 200", a.code)
 	}
 	// A GET with a name and watch=true is a get, as in kube.
 	if a := l.request(t, "GET", blob+"/status?watch=true", ""); a.code != 200 || !strings.Contains(a.body, `"kind":"Blob"`) {
