@@ -46,7 +46,8 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
-  lapis serve [--data-dir DIR] [--listen HOST:PORT] [--etcd-servers URL,...] [--etcd-compaction-interval D]
+  lapis serve [--data-dir DIR] [--listen HOST:PORT] [--etcd-servers URL,... [--etcd-cafile F] [--etcd-certfile F] [--etcd-keyfile F]]
+              [--etcd-compaction-interval D] [--embedded-etcd-listen https://HOST:PORT] [--request-timeout D]
   lapis kubectl ARGS...   run the bundled kubectl (uses DIR/kubeconfig unless KUBECONFIG or --kubeconfig is set)
   lapis version
 `)
@@ -59,7 +60,11 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT to serve on (port 0 picks a free port)")
 	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd cluster to use instead of the embedded one")
 	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "how long watch and continue history is kept")
-	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this URL (e.g. http://127.0.0.1:2379), for other lapis processes")
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication")
+	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this https URL (e.g. https://127.0.0.1:2379), for other lapis processes: only to the client certificate written to DIR/pki/etcd-client.{crt,key}")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request other than a watch may take before it is answered 504 Timeout")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

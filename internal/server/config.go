@@ -1,6 +1,11 @@
 package server
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
 
 // Config is what `lapis serve` is told on its command line.
 type Config struct {
@@ -10,11 +15,20 @@ type Config struct {
 	Listen string
 	// EtcdServers, when set, selects an external etcd cluster instead of the embedded one.
 	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to EtcdServers: the CA to
+	// trust, and the client certificate and key to present (kube-apiserver's flags of those names).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdCompactionInterval is how much watch and continue history is kept.
 	EtcdCompactionInterval time.Duration
 	// EmbeddedEtcdClientURL, when set, also exposes the embedded etcd there (for other lapis
-	// processes to share it).
+	// processes to share it): an https URL, served with a certificate of lapis's CA, accepting
+	// only the client certificate lapis writes to DataDir/pki/etcd-client.{crt,key}.
 	EmbeddedEtcdClientURL string
+	// RequestTimeout bounds requests other than watches, as kube-apiserver's --request-timeout;
+	// zero means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle that long; zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // Defaults as documented for `lapis serve`.
@@ -22,4 +36,30 @@ const (
 	DefaultDataDir            = "./lapis-data"
 	DefaultListen             = "127.0.0.1:6443"
 	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultRequestTimeout is kube-apiserver's default --request-timeout.
+	DefaultRequestTimeout = 60 * time.Second
+	// DefaultIdleTimeout is kube-apiserver's idle timeout (http.DefaultTransport's keep-alive).
+	DefaultIdleTimeout = 90 * time.Second
+	// readHeaderTimeout is kube-apiserver's: just short of its request timeout upper bound.
+	readHeaderTimeout = 32 * time.Second
 )
+
+// validate refuses flag combinations that cannot work, before anything is started.
+func (c Config) validate() error {
+	if c.EmbeddedEtcdClientURL != "" {
+		if len(c.EtcdServers) > 0 {
+			return errors.New("--embedded-etcd-listen exposes the embedded etcd; with --etcd-servers there is none")
+		}
+		u, err := url.Parse(c.EmbeddedEtcdClientURL)
+		if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.Port() == "" {
+			return fmt.Errorf("--embedded-etcd-listen %q: the embedded etcd is exposed only over https, to clients with a certificate of lapis's CA (e.g. https://127.0.0.1:2379)", c.EmbeddedEtcdClientURL)
+		}
+	}
+	if len(c.EtcdServers) == 0 && (c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != "") {
+		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile apply to --etcd-servers")
+	}
+	if c.RequestTimeout < 0 || c.IdleTimeout < 0 {
+		return errors.New("timeouts must not be negative")
+	}
+	return nil
+}

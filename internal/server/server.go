@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,15 @@ type Server struct {
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
 // once requests can be served. It returns when lapis is ready.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -58,12 +68,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	var backend *storage.Backend
-	if len(cfg.EtcdServers) > 0 {
-		backend, err = storage.OpenExternal(ctx, cfg.EtcdServers)
-	} else {
-		backend, err = storage.OpenEmbedded(ctx, cfg.DataDir, cfg.EmbeddedEtcdClientURL)
-	}
+	backend, err := openStorage(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +105,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(creds.CA)
 	s.http = &http.Server{
-		Handler: s.chain(creds, cat),
+		Handler: withRequestTimeout(s.chain(creds, cat), cfg.RequestTimeout),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{creds.Serving},
 			ClientCAs:    clientCAs,
@@ -108,7 +113,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			MinVersion:   tls.VersionTLS12,
 			NextProtos:   []string{"h2", "http/1.1"},
 		},
-		ReadHeaderTimeout: 30 * time.Second,
+		// As kube-apiserver: no WriteTimeout, which would end watches; withRequestTimeout
+		// bounds the other requests.
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
@@ -125,6 +134,38 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	log.Info("lapis is serving", "address", "https://"+s.listener.Addr().String(), "kubeconfig", KubeconfigPath(cfg.DataDir))
 	return s, nil
+}
+
+// openStorage connects to the external etcd, or starts the embedded one: reachable only
+// in-process unless --embedded-etcd-listen exposes it, over TLS to lapis's etcd client
+// certificate only.
+func openStorage(ctx context.Context, cfg Config, log *slog.Logger) (*storage.Backend, error) {
+	if len(cfg.EtcdServers) > 0 {
+		var tlsConfig *tls.Config
+		if cfg.EtcdCAFile != "" || cfg.EtcdCertFile != "" || cfg.EtcdKeyFile != "" {
+			var err error
+			if tlsConfig, err = storage.ClientTLSConfig(cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile); err != nil {
+				return nil, err
+			}
+		}
+		return storage.OpenExternalTLS(ctx, cfg.EtcdServers, tlsConfig)
+	}
+	if cfg.EmbeddedEtcdClientURL == "" {
+		return storage.OpenEmbedded(ctx, cfg.DataDir, "")
+	}
+	u, _ := url.Parse(cfg.EmbeddedEtcdClientURL) // validated
+	files, err := auth.LoadOrCreateEtcd(cfg.DataDir, u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("etcd certificates: %w", err)
+	}
+	b, err := storage.OpenEmbeddedTLS(ctx, cfg.DataDir, cfg.EmbeddedEtcdClientURL, &storage.ServerTLS{
+		CertFile: files.ServerCert, KeyFile: files.ServerKey, ClientCAFile: files.CAFile, ClientCNs: []string{auth.EtcdClientCN}})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("embedded etcd exposed", "url", cfg.EmbeddedEtcdClientURL,
+		"etcd-cafile", files.CAFile, "etcd-certfile", files.ClientCert, "etcd-keyfile", files.ClientKey)
+	return b, nil
 }
 
 // Addr is the address lapis listens on.
