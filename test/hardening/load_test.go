@@ -312,7 +312,6 @@ func (run *loadRun) do(c *http.Client, g *gen, q *fuzzReq) {
 	run.mu.Unlock()
 
 	code := resp.StatusCode
-	debugAnswer(q, code, head)
 	answer := fmt.Sprintf("%s\n    → %d %s", q, code, truncate(string(head), 400))
 	switch {
 	case code >= 500 && code != http.StatusServiceUnavailable && code != http.StatusGatewayTimeout:
