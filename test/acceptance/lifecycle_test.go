@@ -98,12 +98,18 @@ func TestPersistence(t *testing.T) {
 
 func TestSharedEtcd(t *testing.T) {
 	t.Parallel()
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	etcdURL := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
 	a := startLapis(t, "--embedded-etcd-listen", etcdURL)
-	b := startLapis(t, "--etcd-servers", etcdURL)
+	// The second lapis connects with the files the first wrote, as kube-apiserver would.
+	caFile, certFile, keyFile := a.etcdClientFiles()
+	b := startLapis(t, "--etcd-servers", etcdURL, "--etcd-cafile", caFile, "--etcd-certfile", certFile, "--etcd-keyfile", keyFile)
 	if a.server == b.server {
 		t.Fatalf("both serve on %s", a.server)
 	}
+
+	t.Run("the exposed etcd serves lapis's etcd client certificate only", func(t *testing.T) {
+		testExposedEtcd(t, a, etcdURL)
+	})
 
 	t.Run("objects written through one are read through the other", func(t *testing.T) {
 		a.must(t, "create", "ns", "shared")
