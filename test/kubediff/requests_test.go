@@ -1,0 +1,148 @@
+package kubediff
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// object creates (or replaces) an object on both servers, failing t if either refuses.
+func object(t *testing.T, collection, name, manifest string) {
+	t.Helper()
+	lapis, kube := servers(t)
+	for _, s := range []*target{lapis, kube} {
+		s.must(t, request{method: "DELETE", path: collection + "/" + name}, http.StatusOK, http.StatusNotFound)
+		s.must(t, request{method: "POST", path: collection, contentType: jsonType, body: manifest}, http.StatusCreated)
+	}
+}
+
+// TestWatches compares watches with odd timeouts: a negative timeoutSeconds ends the watch at
+// once (code and body compared), watch=true on a named GET, and a named watch.
+func TestWatches(t *testing.T) {
+	servers(t)
+	object(t, configmaps, "kd-watch", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-watch"}}`)
+	object(t, widgets, "kd-watch", `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"kd-watch"}}`)
+	const racy = "a watch whose deadline has passed races with its own start in kube"
+	tests := []struct {
+		name  string
+		r     request
+		allow allowance
+	}{
+		{"negative timeout, configmaps", request{method: "GET", path: configmaps + "?watch=true&timeoutSeconds=-5"}, allowance{kubeRacyWatch: racy}},
+		{"negative timeout, custom resources", request{method: "GET", path: widgets + "?watch=true&timeoutSeconds=-5"}, allowance{kubeRacyWatch: racy}},
+		{"negative timeout, /watch/ path", request{method: "GET", path: "/api/v1/watch/namespaces/" + ns + "/configmaps?timeoutSeconds=-5"}, allowance{kubeRacyWatch: racy}},
+		{"named GET with watch=true, configmap", request{method: "GET", path: configmaps + "/kd-watch?watch=true"}, allowance{}},
+		{"named GET with watch=true, custom resource", request{method: "GET", path: widgets + "/kd-watch?watch=true"}, allowance{}},
+		{"named watch, /watch/ path", request{method: "GET", path: "/api/v1/watch/namespaces/" + ns + "/configmaps/kd-watch?timeoutSeconds=1"}, allowance{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.timeout = 5 * time.Second // a watch that is not ended in time is a difference
+			compare(t, tt.r, send(tt.r, tt.r), tt.allow)
+		})
+	}
+}
+
+// TestListsAtAFutureResourceVersion compares lists at a resourceVersion neither server has
+// reached: kube waits about 3 s for it, then answers 504.
+func TestListsAtAFutureResourceVersion(t *testing.T) {
+	servers(t)
+	const future = "?resourceVersion=999999999"
+	for _, query := range []string{
+		"&limit=5",
+		"&resourceVersionMatch=Exact",
+		"&resourceVersionMatch=Exact&limit=5",
+		"&resourceVersionMatch=NotOlderThan",
+	} {
+		t.Run(query[1:], func(t *testing.T) {
+			t.Parallel() // each waits about 3 s on both servers
+			r := request{method: "GET", path: configmaps + future + query}
+			x := send(r, r)
+			compare(t, r, x, allowance{})
+			// kube waits for the cache only where the cache serves the list; etcd answers at once.
+			if fastL, fastK := x.lapis.elapsed < time.Second, x.kube.elapsed < time.Second; fastL != fastK {
+				t.Errorf("%s: kube answered in %v, lapis in %v", r, x.kube.elapsed.Round(time.Millisecond), x.lapis.elapsed.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// TestJSONPatchEdgeCases compares JSON patches that kube refuses, or that would cost unbounded
+// time or memory, on a small ConfigMap; afterwards its data must be the same on both servers.
+func TestJSONPatchEdgeCases(t *testing.T) {
+	lapis, kube := servers(t)
+	object(t, configmaps, "kd-patch", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-patch"},"data":{"a":"`+strings.Repeat("x", 1024)+`"}}`)
+	ops := func(n int, op func(i int) string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = op(i)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	test := func(int) string { return `{"op":"test","path":"/metadata/name","value":"kd-patch"}` }
+	copyData := func(i int) string { return fmt.Sprintf(`{"op":"copy","from":"/data","path":"/data/c%d"}`, i) }
+	tests := []struct {
+		name  string
+		patch string
+		allow allowance
+	}{
+		{"test of the root without value", `[{"op":"test","path":""}]`, allowance{kubeFails: "json-patch dereferences the missing value: nil pointer panic"}},
+		{"replace of the root without value", `[{"op":"replace","path":""}]`, allowance{kubeFails: "json-patch dereferences the missing value: nil pointer panic"}},
+		{"copy to the root", `[{"op":"copy","from":"/data","path":""}]`, allowance{}},
+		{"unknown op", `[{"op":"bogus","path":"/data/a","value":"b"}]`, allowance{}},
+		{"10 000 operations", ops(10000, test), allowance{}},
+		{"10 001 operations", ops(10001, test), allowance{}},
+		{"chained copy bomb, 25 operations", ops(25, copyData), allowance{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := request{method: "PATCH", path: configmaps + "/kd-patch", contentType: jsonPatch, body: tt.patch}
+			start := time.Now()
+			x := send(r, r)
+			t.Logf("answered in %v: kube %d, lapis %d", time.Since(start).Round(time.Millisecond), x.kube.code, x.lapis.code)
+			compare(t, r, x, tt.allow)
+			if dl, dk := data(t, lapis, "kd-patch"), data(t, kube, "kd-patch"); !reflect.DeepEqual(dl, dk) {
+				t.Errorf("after %s the data differ:\n  kube:  %.200v\n  lapis: %.200v", r, dk, dl)
+			}
+		})
+	}
+}
+
+func data(t *testing.T, s *target, name string) any {
+	t.Helper()
+	resp := s.must(t, request{method: "GET", path: configmaps + "/" + name}, http.StatusOK)
+	var cm struct {
+		Data any `json:"data"`
+	}
+	if err := json.Unmarshal(resp.body, &cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data
+}
+
+// TestStrategicMergeKeys compares strategic merge patches whose merge key (a ServiceAccount's
+// secrets are merged by name) is not a scalar.
+func TestStrategicMergeKeys(t *testing.T) {
+	servers(t)
+	const sas = "/api/v1/namespaces/" + ns + "/serviceaccounts"
+	object(t, sas, "kd-sa", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"kd-sa"},"secrets":[{"name":"s1"}]}`)
+	tests := []struct {
+		name  string
+		patch string
+		allow allowance
+	}{
+		{"object as merge key", `{"secrets":[{"name":{}}]}`, allowance{kubeFails: "strategic merge compares merge keys with ==: panic on an uncomparable type"}},
+		{"list as merge key", `{"secrets":[{"name":[]}]}`, allowance{kubeFails: "strategic merge compares merge keys with ==: panic on an uncomparable type"}},
+		{"number as merge key", `{"secrets":[{"name":1}]}`, allowance{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := request{method: "PATCH", path: sas + "/kd-sa", contentType: strategic, body: tt.patch}
+			compare(t, r, send(r, r), tt.allow)
+		})
+	}
+}
