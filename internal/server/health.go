@@ -125,25 +125,31 @@ func serveChecks(w http.ResponseWriter, req *http.Request, name string, checks [
 	fmt.Fprintf(w, "%s check passed\n", name)
 }
 
-// etcdProbe reads from etcd within timeout, at most once per half timeout: checks in between
-// get the last result, so health polling cannot pile up requests on a struggling etcd.
+// etcdProbe reads from etcd within timeout, at most once per half timeout as kube's check does,
+// so health polling cannot pile requests on a struggling etcd. Checks made while a probe is
+// under way wait for its answer (kube's give the previous one, "ok" early in an outage).
 type etcdProbe struct {
 	store   *storage.Store
 	timeout time.Duration
 
 	mu      sync.Mutex
-	last    time.Time
-	lastErr error
+	last    time.Time     // when the last probe started
+	lastErr error         // its result, once done is closed
+	done    chan struct{} // closed when the last probe has finished
 }
 
 func (p *etcdProbe) check(*http.Request) error {
 	p.mu.Lock()
-	if !p.last.IsZero() && time.Since(p.last) < p.timeout/2 {
-		err := p.lastErr
+	if p.done != nil && time.Since(p.last) < p.timeout/2 {
+		done := p.done
 		p.mu.Unlock()
-		return err
+		<-done
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.lastErr
 	}
-	p.last = time.Now()
+	done := make(chan struct{})
+	p.last, p.done = time.Now(), done
 	p.mu.Unlock()
 
 	// Not the request's context: a client that hangs up must not become the result others see.
@@ -156,5 +162,6 @@ func (p *etcdProbe) check(*http.Request) error {
 	p.mu.Lock()
 	p.lastErr = err
 	p.mu.Unlock()
+	close(done)
 	return err
 }
