@@ -348,6 +348,9 @@ func (s *Store) failure(err error) error {
 
 // translate turns etcd's errors into the kinds callers branch on, keeping etcd's message.
 func translate(err error) error {
+	if _, isStatus := status.FromError(err); isStatus {
+		err = rpctypes.Error(err) // etcd's errors as gRPC sends them, as the client reports them
+	}
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return fmt.Errorf("%w: %v", ErrCompacted, err)

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+)
+
+func TestHealthChecksAsKube(t *testing.T) {
+	names := map[string][]string{}
+	for path, checks := range newHealth(nil, func() bool { return true }) {
+		for _, c := range checks {
+			names[path] = append(names[path], c.name)
+		}
+	}
+	// kube-apiserver's etcd checks (k8s.io/apiserver/pkg/server/options/etcd.go): "etcd" in all
+	// three, "etcd-readiness" in /readyz only, and /readyz's "shutdown".
+	want := map[string][]string{
+		"/healthz": {"ping", "etcd"},
+		"/livez":   {"ping", "etcd"},
+		"/readyz":  {"ping", "etcd", "etcd-readiness", "shutdown"},
+	}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("checks %v, want %v", names, want)
+	}
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	ok := func(*http.Request) error { return nil }
+	down := func(*http.Request) error { return errors.New("etcd did not answer") }
+	endpoints := func(etcd func(*http.Request) error) healthEndpoints {
+		return healthEndpoints{
+			"/healthz": {{"ping", ok}, {"etcd", etcd}},
+			"/readyz":  {{"ping", ok}, {"etcd", etcd}, {"etcd-readiness", etcd}, {"shutdown", ok}},
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		etcd     func(*http.Request) error
+		path     string
+		code     int
+		body     string
+		notFound bool
+	}{
+		{"healthy", ok, "/healthz", 200, "ok", false},
+		{"healthy, verbose", ok, "/readyz?verbose", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]shutdown ok\nreadyz check passed\n", false},
+		{"failing", down, "/healthz", 500, "[+]ping ok\n[-]etcd failed: reason withheld\nhealthz check failed\n", false},
+		{"failing, verbose", down, "/readyz?verbose", 500,
+			"[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n", false},
+		{"failing check excluded", down, "/healthz?exclude=etcd", 200, "ok", false},
+		{"excluded, verbose", down, "/healthz?exclude=etcd&verbose", 200, "[+]ping ok\n[+]etcd excluded: ok\nhealthz check passed\n", false},
+		{"unknown exclusion", ok, "/healthz?exclude=nope&exclude=log&verbose", 200,
+			"[+]ping ok\n[+]etcd ok\nwarn: some health checks cannot be excluded: no matches for \"log\",\"nope\"\nhealthz check passed\n", false},
+		{"one check", ok, "/healthz/etcd", 200, "ok", false},
+		{"one failing check, with its reason", down, "/readyz/etcd-readiness", 500, "internal server error: etcd did not answer\n", false},
+		{"one passing check while another fails", down, "/readyz/shutdown", 200, "ok", false},
+		{"no such check", ok, "/healthz/nope", 0, "", true},
+		{"no such endpoint", ok, "/healthzz", 0, "", true},
+		{"unserved endpoint", ok, "/livez", 0, "", true},
+	} {
+		req := httptest.NewRequest("GET", c.path, nil)
+		h, found := endpoints(c.etcd).handler(req.URL.Path)
+		if found == c.notFound {
+			t.Errorf("%s: %s served: %v", c.name, c.path, found)
+			continue
+		}
+		if !found {
+			continue
+		}
+		w := httptest.NewRecorder()
+		h(w, req)
+		if w.Code != c.code || w.Body.String() != c.body {
+			t.Errorf("%s: GET %s: %d %q, want %d %q", c.name, c.path, w.Code, w.Body.String(), c.code, c.body)
+		}
+		if ct := w.Header().Get("Content-Type"); c.path != "/healthz/etcd" && c.path != "/readyz/shutdown" && ct != "text/plain; charset=utf-8" {
+			t.Errorf("%s: Content-Type %q", c.name, ct)
+		}
+	}
+}
