@@ -327,7 +327,7 @@ func (g *gen) next() *fuzzReq {
 	if verb == "delete" && k.deletable != nil {
 		name = pickOf(g, k.deletable)
 	}
-	if g.chance(0.2) {
+	if g.chance(0.15) {
 		if len(k.subs) > 0 && g.chance(0.85) {
 			q.sub = pickOf(g, k.subs)
 		} else {
@@ -422,9 +422,12 @@ func (g *gen) next() *fuzzReq {
 	q.query = g.noise(qs, q.watch)
 	if q.accept == "" {
 		q.accept = g.accept()
-		if q.method != "GET" && g.chance(0.8) {
+		if q.method != "GET" && g.chance(0.9) {
 			// Writes mostly ask for what clients ask for, so they reach the write path.
-			q.accept = pickOf(g, []string{mJSON, mJSON, "", mYAML, mProto})
+			q.accept = pickOf(g, []string{mJSON, mJSON, "", mYAML})
+			if k.builtin && g.chance(0.2) {
+				q.accept = mProto
+			}
 		}
 	}
 	if q.watch && g.chance(0.3) {
@@ -614,12 +617,21 @@ func (g *gen) noise(qs url.Values, watch bool) string {
 
 // base is an object to write at item: one this client has seen there, or a fresh sample.
 func (g *gen) base(k *kind, ns, name, item string) map[string]any {
-	if o, ok := g.known[strings.TrimSuffix(strings.TrimSuffix(item, "/status"), "/scale")]; ok && g.chance(0.6) {
+	o, ok := g.known[strings.TrimSuffix(strings.TrimSuffix(item, "/status"), "/scale")]
+	if ok && g.chance(0.6) {
 		if c, ok := deepCopy(o); ok {
 			return c
 		}
 	}
-	return k.sample(g.r, ns, name)
+	s := k.sample(g.r, ns, name)
+	if !ok {
+		return s
+	}
+	if rv, _ := metaOf(o)["resourceVersion"].(string); rv != "" && g.chance(0.7) {
+		// Custom resources refuse updates without one.
+		metaOf(s)["resourceVersion"] = rv
+	}
+	return s
 }
 
 // body fills a create or update: a mutated valid object in some encoding, random JSON,
@@ -632,6 +644,27 @@ func (g *gen) body(q *fuzzReq, k *kind, ns, name, item string) {
 	}
 	notes := g.mutate(o, k)
 	q.note = "object " + strings.Join(notes, ",")
+	if spec, ok := o["spec"].(map[string]any); ok && k.group == crGroup && g.chance(0.12) {
+		// What only custom resources can hold: nesting near the depth limit, or very many
+		// unknown (pruned, warned about) fields.
+		if g.chance(0.6) {
+			depth := 9900 + g.pick(100)
+			spec["deep"] = nested(depth, g.chance(0.2))
+			q.note = fmt.Sprintf("custom resource with spec.deep nested %d deep", depth)
+			if q.method == "POST" {
+				// Names of their own, so they are not refused as existing, and stay to be read.
+				metaOf(o)["name"] = fmt.Sprintf("deep-%d", g.pick(3))
+			}
+		} else {
+			n := 20000 + g.pick(80000)
+			for i := range n {
+				o[fmt.Sprintf("unknown%d", i)] = i
+			}
+			q.note = fmt.Sprintf("custom resource with %d unknown fields", n)
+		}
+		q.body, q.contentType = mustJSON(o), mJSON
+		return
+	}
 	switch g.weighted(60, 12, 10, 6, 6, 3, 3) {
 	case 0:
 		q.body, q.contentType = mustJSON(o), mJSON
@@ -805,7 +838,7 @@ func (g *gen) mergePatch(k *kind, ns, name, item string) ([]byte, string) {
 }
 
 func (g *gen) strategicPatch(k *kind, ns, name, item string) ([]byte, string) {
-	switch g.weighted(40, 40, 10, 10) {
+	switch g.weighted(35, 45, 10, 10) {
 	case 0:
 		o := g.base(k, ns, name, item)
 		notes := g.mutate(o, k)
@@ -814,6 +847,10 @@ func (g *gen) strategicPatch(k *kind, ns, name, item string) ([]byte, string) {
 		odd := []any{map[string]any{}, []any{}, 1, nil, true, "", 1.5, []any{map[string]any{}}}
 		key := pickOf(g, odd)
 		var p map[string]any
+		if k.resource == "customresourcedefinitions" && g.chance(0.7) {
+			// spec.versions merges by name, and every CRD has one.
+			return mustJSON(map[string]any{"spec": map[string]any{"versions": []any{map[string]any{"name": key}}}}), "strategic-merge-patch odd merge key"
+		}
 		switch g.pick(7) {
 		case 0:
 			p = map[string]any{"secrets": []any{map[string]any{"name": key}}}

@@ -31,6 +31,9 @@ const (
 	// maxAnswer bounds an answer: no object is over 3 MiB (the body limit) and the pools of names
 	// keep lists to a few dozen objects, so 64 MiB is a blow-up, not a big list.
 	maxAnswer = 64 << 20
+	// maxWarnings bounds the Warning headers of an answer: kube-apiserver's recorder stops at
+	// 4096 runes of warning text (a few more when truncating), at most 4 bytes each.
+	maxWarnings = 64 << 10
 	// rssBound is lapis's memory bound under this load. Measured at today's code with the known
 	// blow-ups avoided, lapis peaks at a few hundred MiB: eight clients sending bodies up to the
 	// 3 MiB limit, each decoded a few times, plus the watch cache's history of such objects and
@@ -276,7 +279,11 @@ func (run *loadRun) do(c *http.Client, g *gen, q *fuzzReq) {
 	resp, err := c.Do(req)
 	var head []byte
 	var size int64
+	warnings := 0
 	if err == nil {
+		for _, w := range resp.Header.Values("Warning") {
+			warnings += len(w)
+		}
 		head, size, err = readAnswer(resp.Body)
 		resp.Body.Close()
 	}
@@ -316,6 +323,8 @@ func (run *loadRun) do(c *http.Client, g *gen, q *fuzzReq) {
 	switch {
 	case code >= 500 && code != http.StatusServiceUnavailable && code != http.StatusGatewayTimeout:
 		run.fail(fmt.Sprintf("%d to %s: %s", code, q.verb, statusMessage(head)), answer)
+	case warnings > maxWarnings:
+		run.fail(fmt.Sprintf("Warning headers over %d KiB to %s", maxWarnings>>10, q.verb), fmt.Sprintf("%s\n    Warning headers: %d bytes", answer, warnings))
 	case size > maxAnswer:
 		run.fail(fmt.Sprintf("answer over %d MiB to %s %s%s as %s", maxAnswer>>20, q.verb, q.resource, subOf(q), q.accept), answer)
 	case code == http.StatusConflict && q.method == "PATCH" && !strings.Contains(string(q.body)+q.query, "resourceVersion") &&
@@ -359,8 +368,13 @@ func (g *gen) learn(q *fuzzReq, head []byte, size int64) {
 		}
 		g.continues = append(g.continues, token)
 	}
-	if q.sub == "" && (q.verb == "get" || q.verb == "update" || q.verb == "patch") && q.query == "" {
+	name, _ := meta["name"].(string)
+	switch {
+	case q.sub != "" || q.kind == nil || name == "":
+	case q.verb == "get" || q.verb == "update" || q.verb == "patch":
 		g.known[q.path] = o
+	case q.verb == "create":
+		g.known[strings.TrimSuffix(q.path, "/"+name)+"/"+name] = o
 	}
 }
 
