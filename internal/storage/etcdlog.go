@@ -18,7 +18,31 @@ func etcdLogger() *zap.Logger {
 	enc.TimeKey = "time"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), zapcore.ErrorLevel)
-	return zap.New(core, zap.WithFatalHook(explainFatal{})).Named("etcd")
+	return zap.New(quietCore{core}, zap.WithFatalHook(explainFatal{})).Named("etcd")
+}
+
+// quietCore drops the one error a new etcd logs at every first start and mends by itself: it
+// cannot record its storage version before a raft term is stored, and tries again later.
+type quietCore struct{ zapcore.Core }
+
+func (c quietCore) With(fields []zapcore.Field) zapcore.Core { return quietCore{c.Core.With(fields)} }
+
+func (c quietCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c quietCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if e.Message == "failed to update storage version" {
+		for _, f := range fields {
+			if err, ok := f.Interface.(error); ok && strings.Contains(err.Error(), "missing term information") {
+				return nil
+			}
+		}
+	}
+	return c.Core.Write(e, fields)
 }
 
 // explainFatal ends lapis after etcd logged a fatal error, as zap would, saying first what it

@@ -224,3 +224,23 @@ func TestFatalMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestEtcdLogQuiet(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		msg    string
+		err    error
+		logged bool
+	}{
+		{"benign at first start", "failed to update storage version", errors.New("cannot detect storage schema version: missing term information"), false},
+		{"other storage version failure", "failed to update storage version", errors.New("bbolt: tx closed"), true},
+		{"other error", "failed to commit tx", errors.New("missing term information"), true},
+	} {
+		var out bytes.Buffer
+		core := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&out), zapcore.ErrorLevel)
+		zap.New(quietCore{core}).Error(c.msg, zap.Error(c.err))
+		if got := out.Len() > 0; got != c.logged {
+			t.Errorf("%s: logged %v (%q), want %v", c.name, got, out.String(), c.logged)
+		}
+	}
+}
