@@ -29,7 +29,7 @@ type Resource struct {
 	StorageVersion schema.GroupVersion
 
 	// ReturnDeletedObject makes DELETE answer with the deleted object rather than a Status
-	// (kube does so for namespaces and custom resources).
+	// (kube does so for namespaces; custom resources answer with a Status, as other types).
 	ReturnDeletedObject bool
 
 	// HasStatus and Scale describe the subresources the resource serves.

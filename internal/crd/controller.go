@@ -304,7 +304,6 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			Categories:                     names.Categories,
 			StorageGroupResource:           schema.GroupResource{Group: crd.Spec.Group, Resource: names.Plural},
 			StorageVersion:                 schema.GroupVersion{Group: crd.Spec.Group, Version: storage},
-			ReturnDeletedObject:            true,
 			HasStatus:                      behavior.hasStatus,
 			RequireResourceVersionOnUpdate: true,
 			SpecTracksGeneration:           true,

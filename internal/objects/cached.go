@@ -60,31 +60,18 @@ func (s *Service) freshCache(ctx context.Context, r *catalog.Resource, rv string
 		if current, serr := s.store.Revision(ctx); serr == nil && current >= want {
 			return nil, errUseStorage
 		}
-		return nil, tooLargeResourceVersion(want, c.Revision())
+		return nil, tooLargeResourceVersion(want, c.Revision(), 1)
 	}
 	return c, nil
-}
-
-// awaitRevision waits up to freshnessTimeout for storage to reach revision want, answering
-// kube-apiserver's 504 "Too large resource version" if it does not.
-func (s *Service) awaitRevision(ctx context.Context, r *catalog.Resource, want int64) error {
-	c := s.cacheOf(r)
-	err := c.WaitFresh(ctx, want, freshnessTimeout)
-	if errors.Is(err, watchcache.ErrNotFresh) {
-		return tooLargeResourceVersion(want, c.Revision())
-	}
-	if err != nil {
-		return storageError(r, "", err)
-	}
-	return nil
 }
 
 // errUseStorage says a read the cache would serve must go to storage (the cache lags).
 var errUseStorage = errors.New("watch cache lags storage")
 
-// tooLargeResourceVersion is kube-apiserver's 504 for a revision storage has not reached.
-func tooLargeResourceVersion(want, current int64) error {
-	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", want, current), 1)
+// tooLargeResourceVersion is kube-apiserver's 504 for a revision storage has not reached
+// (NewTooLargeResourceVersionError in k8s.io/apiserver/pkg/storage).
+func tooLargeResourceVersion(want, current int64, retrySeconds int) error {
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", want, current), retrySeconds)
 	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 	return err
 }

@@ -234,11 +234,12 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 	for {
 		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, Start: start, After: after})
 		if errors.Is(err, storage.ErrFutureRevision) {
-			// Wait, as kube-apiserver does, for storage to reach the revision; then read again.
-			if err := s.awaitRevision(ctx, r, rev); err != nil {
-				return err
+			// kube-apiserver reads these lists from etcd and answers at once, with no Retry-After.
+			current, cerr := s.store.Revision(ctx)
+			if cerr != nil {
+				return storageError(r, "", cerr)
 			}
-			page, err = s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, Start: start, After: after})
+			return tooLargeResourceVersion(rev, current, 0)
 		}
 		if err != nil {
 			if opts.Continue != "" && isCompacted(err) {

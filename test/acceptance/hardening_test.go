@@ -162,6 +162,13 @@ func TestSubresourceVerbs(t *testing.T) {
 	if msg, _ := a.status(); a.code != 409 || msg != `blobs.x.example.com "b" already exists` {
 		t.Errorf("POST to a custom resource's name: %d %s", a.code, a.body)
 	}
+	// kube 1.37 answers a custom resource's deletion with a Status, not the object.
+	a = l.request(t, "DELETE", blob, "")
+	var st struct{ Kind, Status string }
+	_ = json.Unmarshal([]byte(a.body), &st)
+	if a.code != 200 || st.Kind != "Status" || st.Status != "Success" {
+		t.Errorf("DELETE of a custom resource: %d %s", a.code, a.body)
+	}
 }
 
 // TestSubresourceWritesNeedTheObject: writes to a subresource never create the object.
