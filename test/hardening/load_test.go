@@ -34,11 +34,11 @@ const (
 	// maxWarnings bounds the Warning headers of an answer: kube-apiserver's recorder stops at
 	// 4096 runes of warning text (a few more when truncating), at most 4 bytes each.
 	maxWarnings = 64 << 10
-	// rssBound is lapis's memory bound under this load. Measured at today's code with the known
-	// blow-ups avoided, lapis peaks at a few hundred MiB: eight clients sending bodies up to the
-	// 3 MiB limit, each decoded a few times, plus the watch cache's history of such objects and
-	// etcd's. 1 GiB leaves room for that and the machine, and is far below what each blow-up
-	// (a copy bomb, a YAML representation of a deep object) reaches.
+	// rssBound is lapis's memory bound under this load. Without the known blow-ups, lapis peaks
+	// at 650-720 MiB here (seeds 7 and 11, 60 s): eight clients sending bodies up to the 3 MiB
+	// limit, each decoded a few times, plus the watch cache's history of such objects and etcd.
+	// 1 GiB leaves room for that, and each blow-up (a copy-bomb patch, the YAML of a deep
+	// object) passes it within a second.
 	rssBound = 1 << 30
 )
 
