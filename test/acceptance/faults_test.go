@@ -194,7 +194,9 @@ func TestDiskFull(t *testing.T) {
 	wantContains(t, "the refusal", refused.body, "disk")
 	wantContains(t, "the refusal", refused.body, "free")
 
-	// Then full to the last byte: nothing may make etcd write now.
+	// Then full to the last byte: nothing may make etcd write now. (Writes accepted just before
+	// the refusals began reach etcd's database within its 100ms batch interval, and need room.)
+	time.Sleep(300 * time.Millisecond)
 	full := fill(t, mnt, 0)
 	time.Sleep(300 * time.Millisecond) // past the guard's look at the disk
 	for _, w := range writesTo("faults", "before-0") {
