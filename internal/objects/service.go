@@ -63,6 +63,8 @@ func storageError(r *catalog.Resource, name string, err error) error {
 		// 507: the request was fine, the server has no room to store it.
 		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusInsufficientStorage, Message: err.Error()}}
+	case errors.Is(err, storage.ErrTooLarge):
+		return apierrors.NewRequestEntityTooLargeError(err.Error())
 	case errors.Is(err, storage.ErrUnavailable):
 		// No Retry-After on these: client-go would retry each up to ten times, for minutes.
 		return apierrors.NewServiceUnavailable(err.Error())

@@ -108,6 +108,10 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			return Result{Object: obj, Warnings: warnings, Created: true}, nil
 		}
 		rev, err := s.store.Create(ctx, key, value)
+		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
+			value = smaller
+			rev, err = s.store.Create(ctx, key, value)
+		}
 		if errors.Is(err, storage.ErrExists) && generated && attempt+1 < maxGenerateNameAttempts {
 			continue
 		}
@@ -202,7 +206,7 @@ func (s *Service) checkNamespaceAcceptsContent(ctx context.Context, r *catalog.R
 		return apierrors.NewNotFound(namespacesResource, ns)
 	}
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return storageError(r, obj.GetName(), err)
 	}
 	namespace, err := stored.Decode(kv.Value, kv.ModRevision)
 	if err != nil {
@@ -249,6 +253,18 @@ func validateCreate(r *catalog.Resource, obj *unstructured.Unstructured) field.E
 // Mutation computes the desired object from the current one. It may return the object it was
 // given, modified. A resourceVersion in the result is a precondition.
 type Mutation func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
+
+// withoutManagedFields is kube-apiserver's answer to an object too large for storage: unless
+// the write is an apply, drop its managedFields (which can be large) and store it again. It
+// returns the smaller value when that is worth trying.
+func (s *Service) withoutManagedFields(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions, err error) (bool, []byte) {
+	if !errors.Is(err, storage.ErrTooLarge) || opts.fieldsTracked || len(obj.GetManagedFields()) == 0 {
+		return false, nil
+	}
+	obj.SetManagedFields(nil)
+	value, err := s.toStorage(r, obj)
+	return err == nil, value
+}
 
 // retryConflict tells whether a write that lost a race should be tried again on the newer
 // object: always, as kube-apiserver's GuaranteedUpdate does, unless the client named the
@@ -308,6 +324,10 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
 		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
+		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
+			value = smaller
+			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision)
+		}
 		if retryConflict(ctx, err, precondition) {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -35,6 +36,8 @@ var (
 	ErrUnavailable = errors.New("etcd is unavailable")
 	// ErrTimeout: etcd did not answer in time.
 	ErrTimeout = errors.New("etcd did not answer in time")
+	// ErrTooLarge: the value is more than etcd accepts in one request.
+	ErrTooLarge = errors.New("too large for storage")
 )
 
 // Store reads and writes values under a key prefix of one etcd.
@@ -347,6 +350,13 @@ func (s *Store) failure(err error) error {
 }
 
 // translate turns etcd's errors into the kinds callers branch on, keeping etcd's message.
+// isMessageTooLarge is gRPC refusing to send a request over its size limit (kube's
+// isTooLargeError checks for the same).
+func isMessageTooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "trying to send message larger than max")
+}
+
 func translate(err error) error {
 	if _, isStatus := status.FromError(err); isStatus {
 		err = rpctypes.Error(err) // etcd's errors as gRPC sends them, as the client reports them
@@ -358,6 +368,8 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %v", ErrFutureRevision, err)
 	case errors.Is(err, rpctypes.ErrNoSpace):
 		return fmt.Errorf("%w: %v", ErrNoSpace, err)
+	case errors.Is(err, rpctypes.ErrRequestTooLarge), isMessageTooLarge(err):
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
 	case errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrTimeoutWaitAppliedIndex):

@@ -371,3 +371,40 @@ func TestDeepObjects(t *testing.T) {
 		t.Errorf("namespace as YAML:\n%s", cm.body)
 	}
 }
+
+// TestObjectsTooLargeForStorage: an object whose managedFields take it past etcd's request
+// limit is stored without them, as kube-apiserver does; an apply (which must record its
+// fields) or an object too large even without them is refused with 413, never a 500.
+func TestObjectsTooLargeForStorage(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	l.applyCRD(t, blobCRD, "blobs.x.example.com")
+	blobs := "/apis/x.example.com/v1/namespaces/default/blobs"
+	// Fields with long names: their managedFields take as much room as they do.
+	longNames := func(name string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"apiVersion":"x.example.com/v1","kind":"Blob","metadata":{"name":%q},"spec":{"a":0`, name)
+		for i := range 1600 {
+			fmt.Fprintf(&b, `,"f%04d%s":1`, i, strings.Repeat("x", 1000))
+		}
+		b.WriteString("}}")
+		return b.String()
+	}
+	// About 1.6 MB of fields, and as much again in managedFields: over etcd's 3 MiB together.
+	a := l.request(t, "POST", blobs, longNames("big"))
+	if a.code != 201 || strings.Contains(a.body, `"managedFields"`) {
+		t.Errorf("create: %d %.300s", a.code, a.body)
+	}
+	a = l.request(t, "PATCH", blobs+"/big-apply?fieldManager=m", longNames("big-apply"), "Content-Type: application/apply-patch+yaml")
+	if msg, reason := a.status(); a.code != 413 || reason != "RequestEntityTooLarge" || !strings.Contains(msg, "request is too large") {
+		t.Errorf("apply: %d %.300s", a.code, a.body)
+	}
+	// Just under the 3 MiB body limit, but over etcd's limit once the server's metadata is in.
+	head := `{"apiVersion":"x.example.com/v1","kind":"Blob","metadata":{"name":"huge"},"spec":{"s":"`
+	huge := head + strings.Repeat("x", 3*1024*1024-len(head)-4) + `"}}`
+	a = l.request(t, "POST", blobs, huge)
+	if a.code != 413 {
+		t.Errorf("create of an object storage cannot hold: %d %.300s", a.code, a.body)
+	}
+	l.fails(t, "", "get", "blob", "big-apply")
+}
