@@ -40,11 +40,13 @@ func TestTranslate(t *testing.T) {
 		{"connection reset", status.Error(codes.Unavailable, "read tcp: connection reset by peer"), ErrUnavailable},
 		{"transport closing", status.Error(codes.Unavailable, "transport is closing"), ErrUnavailable},
 		{"canceled by the client", context.Canceled, nil},
-		{"too large", rpctypes.ErrRequestTooLarge, nil},
+		{"too large", rpctypes.ErrRequestTooLarge, ErrTooLarge},
+		{"too large as gRPC status", rpctypes.ErrGRPCRequestTooLarge, ErrTooLarge},
+		{"gRPC message over the limit", status.Error(codes.ResourceExhausted, "trying to send message larger than max (5000000 vs. 4194304)"), ErrTooLarge},
 		{"other", errors.New("boom"), nil},
 	} {
 		got := translate(c.err)
-		kinds := []error{ErrCompacted, ErrFutureRevision, ErrNoSpace, ErrTimeout, ErrUnavailable}
+		kinds := []error{ErrCompacted, ErrFutureRevision, ErrNoSpace, ErrTimeout, ErrUnavailable, ErrTooLarge}
 		for _, k := range kinds {
 			if errors.Is(got, k) != (k == c.want) {
 				t.Errorf("%s: translate(%v) = %v; is %v: %v", c.name, c.err, got, k, errors.Is(got, k))
