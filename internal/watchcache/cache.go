@@ -75,8 +75,10 @@ func (e *TooOldError) Unwrap() error { return ErrTooOld }
 
 // Limits on memory.
 const (
-	// historySize is how many recent changes a cache keeps for watches that resume.
-	historySize = 1024
+	// historySize is how many recent changes a cache keeps for watches that resume, and
+	// historyBytes how many bytes of objects they may hold: whichever is reached first.
+	historySize  = 1024
+	historyBytes = 64 << 20
 	// watcherBuffer is how many events a watcher may lag behind before it is closed.
 	watcherBuffer = 1024
 )
@@ -94,8 +96,9 @@ type Cache struct {
 	objects  map[string]*Entry
 	revision int64    // the cache reflects storage as of this revision
 	oldest   int64    // watches may resume after any revision >= oldest
-	history  []*Event // ring of the latest changes, oldest first from head
-	head     int
+	history  []*Event // the latest changes, oldest first
+	// historyHeld is the bytes of objects only history holds (versions since replaced).
+	historyHeld int
 	watchers map[*Watcher]struct{}
 	advanced chan struct{} // closed (and replaced) whenever revision advances
 }
@@ -160,7 +163,7 @@ func (c *Cache) reset(list storage.ListResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.objects = objects
-	c.history, c.head = nil, 0
+	c.history, c.historyHeld = nil, 0
 	c.oldest = list.Revision
 	for w := range c.watchers {
 		w.stop() // their view has a gap: they resume from their last revision
@@ -213,16 +216,29 @@ func (c *Cache) apply(b storage.WatchBatch) {
 	c.advance(b.Revision)
 }
 
-// remember adds an event to the history ring, forgetting the oldest when full.
+// remember adds an event to the history, forgetting the oldest past historySize events or
+// historyBytes of objects.
 func (c *Cache) remember(e *Event) {
-	if len(c.history) < historySize {
-		c.history = append(c.history, e)
-		return
+	c.history = append(c.history, e)
+	c.historyHeld += eventBytes(e)
+	for len(c.history) > historySize || (c.historyHeld > historyBytes && len(c.history) > 1) {
+		c.forgetOldest()
 	}
-	c.oldest = c.history[c.head].Revision
-	c.history[c.head] = e
-	c.head = (c.head + 1) % historySize
 }
+
+// forgetOldest drops the oldest event: watches can no longer resume at or before it.
+func (c *Cache) forgetOldest() {
+	e := c.history[0]
+	c.history[0] = nil // let the object go
+	c.history = c.history[1:]
+	c.historyHeld -= eventBytes(e)
+	c.oldest = e.Revision
+}
+
+// eventBytes is the memory an event keeps: its object's value (entries are shared between an
+// event and the cache's current objects; this counts every version once per event, an upper
+// bound).
+func eventBytes(e *Event) int { return len(e.Object.Value) }
 
 // Compacted drops history at or before revision: resuming there must fail as it does in etcd.
 func (c *Cache) Compacted(revision int64) {
@@ -231,13 +247,9 @@ func (c *Cache) Compacted(revision int64) {
 	if revision <= c.oldest {
 		return
 	}
-	var kept []*Event
-	for i := 0; i < len(c.history); i++ {
-		if e := c.history[(c.head+i)%len(c.history)]; e.Revision > revision {
-			kept = append(kept, e)
-		}
+	for len(c.history) > 0 && c.history[0].Revision <= revision {
+		c.forgetOldest()
 	}
-	c.history, c.head = kept, 0
 	c.oldest = revision
 }
 

@@ -76,8 +76,8 @@ func (c *Cache) Watch(ctx context.Context, prefix string, after int64, initial b
 			return nil, Snapshot{}, &TooOldError{Requested: after, Oldest: c.oldest + 1}
 		}
 		w.after = after
-		for i := 0; i < len(c.history); i++ {
-			if e := c.history[(c.head+i)%len(c.history)]; e.Revision > after && strings.HasPrefix(e.Object.Key, prefix) {
+		for _, e := range c.history {
+			if e.Revision > after && strings.HasPrefix(e.Object.Key, prefix) {
 				replay = append(replay, e)
 			}
 		}
