@@ -99,8 +99,8 @@ type Cache struct {
 	history  []*Event // the latest changes, oldest first
 	// historyHeld is the bytes of objects only history holds (versions since replaced).
 	historyHeld int
-	watchers map[*Watcher]struct{}
-	advanced chan struct{} // closed (and replaced) whenever revision advances
+	watchers    map[*Watcher]struct{}
+	advanced    chan struct{} // closed (and replaced) whenever revision advances
 }
 
 func newCache(store *storage.Store, prefix string, split func(string) (string, string), log *slog.Logger) *Cache {
