@@ -97,7 +97,7 @@ type Cache struct {
 	revision int64    // the cache reflects storage as of this revision
 	oldest   int64    // watches may resume after any revision >= oldest
 	history  []*Event // the latest changes, oldest first
-	// historyHeld is the bytes of objects only history holds (versions since replaced).
+	// historyHeld is the bytes of the objects of history's events (see eventBytes).
 	historyHeld int
 	watchers    map[*Watcher]struct{}
 	advanced    chan struct{} // closed (and replaced) whenever revision advances
