@@ -10,8 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
@@ -113,11 +115,35 @@ func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.Group
 			return nil, unsupportedPatch(pt, false)
 		}
 		out, err = patch.Strategic(current, patchBody, typed)
+		if err == nil {
+			err = fitsType(out, patchBody, typed)
+		}
 	}
 	if err != nil {
 		return nil, patchError(pt, gvk, rq.info.Name, patchBody, err)
 	}
 	return out, nil
+}
+
+// fitsType is kube-apiserver's check of a strategic merge patch's result: it converts the
+// patched object into its Go type, answering a value of the wrong type with 422 on the patch
+// (unknown fields are left to fieldValidation).
+func fitsType(patched, patchBody []byte, typed runtime.Object) error {
+	var patchedMap, patchMap map[string]any
+	// Numbers decode as int64 where they can, as kube's maps hold them.
+	if err := utiljson.Unmarshal(patched, &patchedMap); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	_ = utiljson.Unmarshal(patchBody, &patchMap) // the patch applied: it is an object
+	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patchedMap, typed.DeepCopyObject(), false)
+	if err == nil {
+		return nil
+	}
+	if _, strict := runtime.AsStrictDecodingError(err); strict {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+		field.Invalid(field.NewPath("patch"), fmt.Sprintf("%+v", patchMap), err.Error())})
 }
 
 // patchError is kube-apiserver's answer to a patch that cannot be applied.
@@ -131,13 +157,10 @@ func patchError(pt types.PatchType, gvk schema.GroupVersionKind, name string, pa
 		return apierrors.NewBadRequest(e.Message)
 	case patch.TooLarge:
 		return apierrors.NewRequestEntityTooLargeError(e.Message)
-	case patch.Invalid:
-		return &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: e.Message,
-		}}
 	}
 	if pt == types.JSONPatchType {
-		// kube-apiserver wraps json-patch's error so, losing its text (and so the copy limit's).
+		// kube-apiserver wraps json-patch's errors so, losing their text: the copy limit's, and
+		// those of incomplete operations (patch.Invalid, which json-patch finds as it applies).
 		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", e.Message, 0, false)
 	}
 	// kube-apiserver reports a patch that cannot be applied as an invalid request.
