@@ -16,6 +16,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"sigs.k8s.io/yaml"
 )
 
@@ -69,9 +71,27 @@ func toJSONFor(mediaType string, data []byte, protobufToo bool) ([]byte, error) 
 	}}
 }
 
+// maxNestedBytes bounds what the nesting of a document may cost (jsoncost.NestedBytes): JSON
+// patch and merge patch re-read every level of the documents they work on, and field tracking
+// walks every path, so deep documents cost the square of their depth. 64 MiB lets a 3 MiB object
+// nest 20 levels deep on average; a chain of objects may go about 4 500 levels deep.
+const maxNestedBytes = 64 << 20
+
+// checkNesting refuses a document whose nesting costs more than maxNestedBytes.
+func checkNesting(what string, nested int64) error {
+	if nested > maxNestedBytes {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+			"%s nests too deeply for its size: %d nested bytes (each byte counted once per level it is in), at most %d", what, nested, maxNestedBytes))
+	}
+	return nil
+}
+
 // decodeObject parses a JSON object body. Duplicate fields are returned as issues for
 // fieldValidation; anything that is not a JSON object is a 400.
 func decodeObject(data []byte, kind string) (*unstructured.Unstructured, []string, error) {
+	if err := checkNesting("the object", jsoncost.Measure(data).NestedBytes); err != nil {
+		return nil, nil, err
+	}
 	var content map[string]any
 	strictErrs, err := kjson.UnmarshalStrict(data, &content, kjson.DisallowDuplicateFields)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/patch"
 )
@@ -49,6 +50,10 @@ func (h *Handler) patch(rq *request) error {
 	if pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType {
 		return h.apply(rq, pt, patch, opts)
 	}
+	patchNesting := jsoncost.Measure(patch).NestedBytes
+	if err := checkNesting("the patch", patchNesting); err != nil {
+		return err
+	}
 	var patchContent any
 	strictErrs, err := kjson.UnmarshalStrict(patch, &patchContent, kjson.DisallowDuplicateFields)
 	if err != nil {
@@ -65,6 +70,10 @@ func (h *Handler) patch(rq *request) error {
 	mutate := func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		currentJSON, err := current.MarshalJSON()
 		if err != nil {
+			return nil, err
+		}
+		// The patch libraries re-read every level of both documents.
+		if err := checkNesting("the object and the patch", jsoncost.Measure(currentJSON).NestedBytes+patchNesting); err != nil {
 			return nil, err
 		}
 		patchedJSON, err := h.applyPatch(rq, pt, currentJSON, patch)

@@ -14,25 +14,30 @@ func nested(levels int) string {
 
 func TestMeasure(t *testing.T) {
 	cases := []struct {
-		name  string
-		json  string
-		depth int
+		name   string
+		json   string
+		depth  int
+		nested int64
 	}{
-		{"scalar", `"x"`, 0},
-		{"empty object", `{}`, 1},
-		{"flat", `{"a":1,"b":"c"}`, 1},
-		{"nested arrays", `{"a":[[1,2],[3]]}`, 3},
-		{"brackets inside strings", `{"a":"{[{[","b":"\"{"}`, 1},
-		{"escaped backslash before quote", `{"a":"\\","b":{}}`, 2},
-		{"deep", nested(500), 500},
+		{"scalar", `"x"`, 0, 0},
+		{"empty object", `{}`, 1, 2},
+		{"flat", `{"a":1,"b":"c"}`, 1, 15},
+		{"nested arrays", `{"a":[[1,2],[3]]}`, 3, 17 + 11 + 5 + 3},
+		{"brackets inside strings", `{"a":"{[{[","b":"\"{"}`, 1, 22},
+		{"escaped backslash before quote", `{"a":"\\","b":{}}`, 2, 17 + 2},
+		{"deep", nested(500), 500, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if !json.Valid([]byte(c.json)) {
 				t.Fatalf("test case is not JSON")
 			}
-			if got := Measure([]byte(c.json)).Depth; got != c.depth {
-				t.Errorf("depth %d, want %d", got, c.depth)
+			shape := Measure([]byte(c.json))
+			if shape.Depth != c.depth {
+				t.Errorf("depth %d, want %d", shape.Depth, c.depth)
+			}
+			if c.nested != 0 && shape.NestedBytes != c.nested {
+				t.Errorf("nested bytes %d, want %d", shape.NestedBytes, c.nested)
 			}
 		})
 	}
@@ -55,5 +60,19 @@ func TestBlockYAMLSizeFollowsYAML(t *testing.T) {
 		if est < len(y)/2 || est > 2*len(y)+len(doc) {
 			t.Errorf("estimate %d for YAML of %d bytes (JSON %d)", est, len(y), len(doc))
 		}
+	}
+}
+
+// NestedBytes grows with the square of the depth for a chain, linearly with size for flat data.
+func TestNestedBytesGrowth(t *testing.T) {
+	chain := func(levels int) int64 { return Measure([]byte(nested(levels))).NestedBytes }
+	if r := float64(chain(2000)) / float64(chain(1000)); r < 3.5 || r > 4.5 {
+		t.Errorf("doubling the depth multiplied nested bytes by %.1f, want about 4", r)
+	}
+	flat := func(n int) int64 {
+		return Measure([]byte(`{"a":"` + strings.Repeat("x", n) + `"}`)).NestedBytes
+	}
+	if r := float64(flat(20000)) / float64(flat(10000)); r < 1.9 || r > 2.1 {
+		t.Errorf("doubling a flat document multiplied nested bytes by %.1f, want about 2", r)
 	}
 }
