@@ -1,0 +1,41 @@
+package lapisproc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// BinEnv names the environment variable that holds a prebuilt lapis binary to test instead of
+// building ./cmd/lapis.
+const BinEnv = "LAPIS_BIN"
+
+// Build returns the lapis binary to test: the value of the first of envs, then BinEnv, that is
+// set; else ./cmd/lapis of this module, built into a temporary directory (the go command's
+// output goes to stderr). cleanup removes what Build made.
+func Build(ctx context.Context, envs ...string) (bin string, cleanup func(), err error) {
+	for _, env := range append(envs[:len(envs):len(envs)], BinEnv) {
+		if bin := os.Getenv(env); bin != "" {
+			return bin, func() {}, nil // built elsewhere, e.g. from an older commit
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	tmp, err := os.MkdirTemp("", "lapis-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(tmp) }
+	bin = filepath.Join(tmp, "lapis")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lapis")
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building lapis: %w", err)
+	}
+	return bin, cleanup, nil
+}
