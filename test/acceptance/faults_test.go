@@ -131,32 +131,6 @@ func fill(t *testing.T, dir string, leave int64) string {
 	return f.Name()
 }
 
-// startLapisIn is startLapis with the data directory at dataDir.
-func startLapisIn(t *testing.T, dataDir string, flags ...string) *lapisProc {
-	t.Helper()
-	if skipMessage != "" {
-		t.Skip(skipMessage)
-	}
-	l := &lapisProc{dataDir: dataDir, cacheDir: t.TempDir(), flags: flags, log: &syncBuffer{}}
-	l.kubeconfig = filepath.Join(l.dataDir, "kubeconfig")
-	t.Cleanup(func() {
-		if l.running() {
-			_ = l.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-l.exited:
-			case <-time.After(30 * time.Second):
-				_ = l.cmd.Process.Kill()
-				<-l.exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("lapis log (%s):\n%s", l.dataDir, l.log.String())
-		}
-	})
-	l.start(t)
-	return l
-}
-
 // TestDiskFull: with its data on a full disk lapis stays up, refuses every kind of write with
 // 507 and says why (in the answer and in its log), serves reads and health, and writes again
 // once space is back; it never loses an acknowledged object. Restarted on a full disk, it
@@ -215,7 +189,7 @@ func TestDiskFull(t *testing.T) {
 		}
 	}
 	if !l.running() {
-		t.Fatalf("lapis exited on a full disk: %v", l.err)
+		t.Fatalf("lapis exited on a full disk: %v", l.exitErr())
 	}
 	wantContains(t, "lapis's log", l.log.String(), "disk nearly full: refusing writes")
 
@@ -445,7 +419,7 @@ func TestExternalEtcdOutage(t *testing.T) {
 	recovered("after etcd restarted")
 
 	if !l.running() {
-		t.Fatalf("lapis exited: %v", l.err)
+		t.Fatalf("lapis exited: %v", l.exitErr())
 	}
 	if strings.Contains(l.log.String(), "panic") {
 		t.Errorf("lapis logged a panic")

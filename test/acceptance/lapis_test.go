@@ -1,7 +1,8 @@
 // Package acceptance drives a real lapis binary with the real kubectl, the way a user would.
 //
-// TestMain builds ./cmd/lapis once; startLapis runs it on a fresh data directory and returns a
-// handle whose kubectl method runs /usr/bin/kubectl (whatever kubectl is on PATH) against it.
+// TestMain builds ./cmd/lapis once (or takes $LAPIS_BIN; see test/lapisproc); startLapis runs it
+// on a fresh data directory and returns a handle whose kubectl method runs /usr/bin/kubectl
+// (whatever kubectl is on PATH) against it.
 package acceptance
 
 import (
@@ -16,18 +17,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/lapis-dev/lapis/test/lapisproc"
 )
 
 var (
-	lapisBin    string // the binary TestMain built
+	lapisBin    string // the binary TestMain built, or $LAPIS_BIN
 	kubectlBin  string // kubectl on PATH
 	skipMessage string // why every test is skipped, if one is
 )
@@ -42,155 +40,89 @@ func runMain(m *testing.M) int {
 		skipMessage = "kubectl is not on PATH; the acceptance tests need kubectl 1.32"
 		return m.Run()
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	tmp, err := os.MkdirTemp("", "lapis-acceptance-")
+	bin, cleanup, err := lapisproc.Build(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
-	lapisBin = filepath.Join(tmp, "lapis")
-	build := exec.Command("go", "build", "-o", lapisBin, "./cmd/lapis")
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building lapis:", err)
-		return 1
-	}
+	defer cleanup()
+	lapisBin = bin
 	return m.Run()
 }
 
-// lapisProc is one lapis server on its own data directory.
+// lapisProc is one lapis server on its own data directory, with kubectl's cache beside it.
 type lapisProc struct {
+	proc     *lapisproc.Proc
+	cacheDir string // kubectl's discovery cache, private to this server
+
+	// The current run's facts, as the tests read them; start refreshes them.
 	dataDir    string
-	flags      []string
-	cacheDir   string // kubectl's discovery cache, private to this server
 	kubeconfig string
 	server     string // https://host:port, from the kubeconfig
 	token      string
 	caData     []byte
-
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd has been waited for
-	err    error         // cmd's exit error, valid after exited is closed
-	log    *syncBuffer   // stderr of every run, kept for failure reports
+	log        *lapisproc.Log                // output of every run, printed when the test failed
+	cmd        struct{ Process *os.Process } // the current process, read as l.cmd.Process
 }
 
 // startLapis starts lapis on a fresh data directory with --listen 127.0.0.1:0 plus flags, and
 // waits until it has written its kubeconfig. The server is stopped when the test ends.
 func startLapis(t testing.TB, flags ...string) *lapisProc {
 	t.Helper()
+	return startLapisIn(t, t.TempDir(), flags...)
+}
+
+// startLapisIn is startLapis with the data directory at dataDir.
+func startLapisIn(t testing.TB, dataDir string, flags ...string) *lapisProc {
+	t.Helper()
 	if skipMessage != "" {
 		t.Skip(skipMessage)
 	}
-	l := &lapisProc{dataDir: t.TempDir(), cacheDir: t.TempDir(), flags: flags, log: &syncBuffer{}}
-	l.kubeconfig = filepath.Join(l.dataDir, "kubeconfig")
-	t.Cleanup(func() {
-		if l.running() {
-			_ = l.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-l.exited:
-			case <-time.After(30 * time.Second):
-				_ = l.cmd.Process.Kill()
-				<-l.exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("lapis log (%s):\n%s", l.dataDir, l.log.String())
-		}
-	})
-	l.start(t)
+	l := &lapisProc{cacheDir: t.TempDir()}
+	l.proc = lapisproc.StartTest(t, lapisproc.Options{Bin: lapisBin, DataDir: dataDir, Flags: flags})
+	l.refresh()
 	return l
 }
 
-func (l *lapisProc) running() bool {
-	if l.cmd == nil {
-		return false
-	}
-	select {
-	case <-l.exited:
-		return false
-	default:
-		return true
-	}
+// refresh copies the current run's facts into l's fields.
+func (l *lapisProc) refresh() {
+	l.dataDir, l.kubeconfig, l.log = l.proc.DataDir(), l.proc.Kubeconfig(), l.proc.Log()
+	l.server, l.token, l.caData = l.proc.Server(), l.proc.Token(), l.proc.CAData()
+	l.cmd.Process = l.proc.Process()
 }
 
-// start runs lapis and waits for a kubeconfig newer than any left by an earlier run.
+func (l *lapisProc) running() bool { return l.proc.Running() }
+
+// exitErr is how lapis exited, once it has.
+func (l *lapisProc) exitErr() error { return l.proc.ExitErr() }
+
+// start runs lapis again and waits for a kubeconfig newer than the last one.
 func (l *lapisProc) start(t testing.TB) {
 	t.Helper()
-	var old os.FileInfo
-	if fi, err := os.Stat(l.kubeconfig); err == nil {
-		old = fi
+	if err := l.proc.Start(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	args := append([]string{"serve", "--data-dir", l.dataDir, "--listen", "127.0.0.1:0"}, l.flags...)
-	l.cmd = exec.Command(lapisBin, args...)
-	l.cmd.Stdout, l.cmd.Stderr = l.log, l.log
-	fmt.Fprintf(l.log, "--- lapis %s\n", strings.Join(args, " "))
-	if err := l.cmd.Start(); err != nil {
-		t.Fatalf("starting lapis: %v", err)
-	}
-	l.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		l.err = cmd.Wait()
-		close(exited)
-	}(l.cmd, l.exited)
-
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		// The kubeconfig is written atomically (rename), so a new one is a different file.
-		if fi, err := os.Stat(l.kubeconfig); err == nil && (old == nil || !os.SameFile(old, fi)) {
-			break
-		}
-		select {
-		case <-l.exited:
-			t.Fatalf("lapis exited before writing %s: %v\n%s", l.kubeconfig, l.err, l.log.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lapis wrote no kubeconfig within 30s\n%s", l.log.String())
-		}
-	}
-	cfg, err := clientcmd.LoadFromFile(l.kubeconfig)
-	if err != nil {
-		t.Fatalf("reading %s: %v", l.kubeconfig, err)
-	}
-	ctx := cfg.Contexts[cfg.CurrentContext]
-	if ctx == nil || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
-		t.Fatalf("kubeconfig %s has no usable current context", l.kubeconfig)
-	}
-	l.server = cfg.Clusters[ctx.Cluster].Server
-	l.caData = cfg.Clusters[ctx.Cluster].CertificateAuthorityData
-	l.token = cfg.AuthInfos[ctx.AuthInfo].Token
+	l.refresh()
 }
 
 // Stop sends SIGTERM and waits; lapis must exit with status 0.
 func (l *lapisProc) Stop(t testing.TB) {
 	t.Helper()
-	_ = l.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-l.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("lapis did not exit within 30s of SIGTERM")
-	}
-	if l.err != nil {
-		t.Fatalf("lapis exited uncleanly after SIGTERM: %v\n%s", l.err, l.log.String())
+	if err := l.proc.Stop(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // Kill sends SIGKILL and waits for the process to be gone.
-func (l *lapisProc) Kill() {
-	_ = l.cmd.Process.Kill()
-	<-l.exited
-}
+func (l *lapisProc) Kill() { l.proc.Kill() }
 
 // Restart stops lapis (SIGTERM) if it is running and starts it again on the same data dir.
 func (l *lapisProc) Restart(t testing.TB) {
 	t.Helper()
-	if l.running() {
-		l.Stop(t)
+	if err := l.proc.Restart(t.Context()); err != nil {
+		t.Fatal(err)
 	}
-	l.start(t)
+	l.refresh()
 }
 
 // kubectl runs kubectl against this server.
@@ -333,21 +265,4 @@ func wantContains(t testing.TB, what, got, want string) {
 	if !strings.Contains(got, want) {
 		t.Errorf("%s:\n got: %q\nwant it to contain: %q", what, got, want)
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
