@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/test/lapisproc"
 )
 
 const (
@@ -53,7 +55,7 @@ type tracked struct {
 func TestCrashConsistency(t *testing.T) {
 	seed, _ := loadSettings(t)
 	l := startLapis(t)
-	c := l.client(10 * time.Second)
+	c := l.Client(10 * time.Second)
 	defer c.CloseIdleConnections()
 	mustDo(t, l, c, "POST", "/api/v1/namespaces", mJSON, mustJSON(obj("v1", "Namespace", "", crashNS, nil, false)))
 	mustDo(t, l, c, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", mJSON, mustJSON(crd(widgetsCRD, "widgets", crGroup, "Widget", true, false)))
@@ -79,7 +81,7 @@ func TestCrashConsistency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cw := &crashWriter{l: l, c: l.client(10 * time.Second), r: rand.New(rand.NewPCG(seed, uint64(round*100+w))),
+				cw := &crashWriter{l: l, c: l.Client(10 * time.Second), r: rand.New(rand.NewPCG(seed, uint64(round*100+w))),
 					id: fmt.Sprintf("%d.%d", round, w), objs: objs[w], killed: &killed, acks: &acks, refused: &refused}
 				defer cw.c.CloseIdleConnections()
 				cw.run()
@@ -88,7 +90,7 @@ func TestCrashConsistency(t *testing.T) {
 		// Kill once writes are flowing, at a seeded moment.
 		time.Sleep(time.Duration(800+r.IntN(1500)) * time.Millisecond)
 		killed.Store(true)
-		l.kill()
+		l.Kill()
 		wg.Wait()
 		uncertain := 0
 		for w := range objs {
@@ -103,7 +105,7 @@ func TestCrashConsistency(t *testing.T) {
 			t.Errorf("round %d: only %d writes acknowledged before the kill: too few to test anything", round, acks.Load())
 		}
 
-		if err := l.start(); err != nil {
+		if err := l.Start(t.Context()); err != nil {
 			t.Fatalf("round %d: restarting lapis: %v", round, err)
 		}
 		waitFor200(t, l, c, "/apis/"+crGroup+"/v1/namespaces/"+crashNS+"/widgets")
@@ -116,7 +118,7 @@ func TestCrashConsistency(t *testing.T) {
 
 // verifyCrash reads every tracked object back, checks it against what was acknowledged, and
 // makes what it finds the new acknowledged state.
-func verifyCrash(t *testing.T, l *lapisProc, c *http.Client, round int, objs [][]*tracked) {
+func verifyCrash(t *testing.T, l *lapisproc.Proc, c *http.Client, round int, objs [][]*tracked) {
 	t.Helper()
 	var maxRV int64
 	listed := map[string]version{}
@@ -220,7 +222,7 @@ func versionOf(m map[string]any) (version, string) {
 
 // crashWriter creates, updates, patches and deletes its own objects until lapis is killed.
 type crashWriter struct {
-	l       *lapisProc
+	l       *lapisproc.Proc
 	c       *http.Client
 	r       *rand.Rand
 	id      string
@@ -287,7 +289,7 @@ func (cw *crashWriter) write(o *tracked) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := cw.l.request(ctx, method, path, body)
+	req, err := cw.l.NewRequest(ctx, method, path, body)
 	if err != nil {
 		panic(err)
 	}
@@ -330,9 +332,9 @@ func (cw *crashWriter) write(o *tracked) {
 	}
 }
 
-func do(t *testing.T, l *lapisProc, c *http.Client, method, path, ctype string, body []byte) (int, string) {
+func do(t *testing.T, l *lapisproc.Proc, c *http.Client, method, path, ctype string, body []byte) (int, string) {
 	t.Helper()
-	req, err := l.request(context.Background(), method, path, body)
+	req, err := l.NewRequest(context.Background(), method, path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +350,7 @@ func do(t *testing.T, l *lapisProc, c *http.Client, method, path, ctype string, 
 	return resp.StatusCode, string(b)
 }
 
-func mustDo(t *testing.T, l *lapisProc, c *http.Client, method, path, ctype string, body []byte) {
+func mustDo(t *testing.T, l *lapisproc.Proc, c *http.Client, method, path, ctype string, body []byte) {
 	t.Helper()
 	if code, answer := do(t, l, c, method, path, ctype, body); code >= 300 {
 		t.Fatalf("%s %s: %d %s", method, path, code, truncate(answer, 500))
@@ -356,7 +358,7 @@ func mustDo(t *testing.T, l *lapisProc, c *http.Client, method, path, ctype stri
 }
 
 // waitFor200 polls a GET until it answers 200 (a CRD's resource being served), for 30 s.
-func waitFor200(t *testing.T, l *lapisProc, c *http.Client, path string) {
+func waitFor200(t *testing.T, l *lapisproc.Proc, c *http.Client, path string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/test/lapisproc"
 	"sigs.k8s.io/yaml"
 )
 
@@ -94,12 +95,14 @@ func TestLoad(t *testing.T) {
 	if run.aborted.Load() {
 		t.Errorf("lapis could not be restarted; the load stopped early")
 	}
-	if !l.running() {
+	readyCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !l.Running() {
 		run.fail("lapis not running at the end", "")
-	} else if !l.ready(10 * time.Second) {
+	} else if !l.Ready(readyCtx) {
 		run.fail("lapis not ready (/readyz) within 10s at the end", "")
 	}
-	run.scanLog(l.log.String())
+	run.scanLog(l.Log().String())
 
 	var codes []int
 	for c := range run.statuses {
@@ -127,7 +130,7 @@ type failure struct {
 }
 
 type loadRun struct {
-	l *lapisProc
+	l *lapisproc.Proc
 
 	mu       sync.Mutex
 	failures map[string]*failure
@@ -199,10 +202,10 @@ func (run *loadRun) monitor(stop chan struct{}) {
 		case <-time.After(50 * time.Millisecond):
 		}
 		why := ""
-		if !l.running() {
-			why = fmt.Sprintf("lapis exited (%v); its log ends:\n%s", l.exitErr(), tail(l.log.String()[logFrom:], 3000))
+		if !l.Running() {
+			why = fmt.Sprintf("lapis exited (%v); its log ends:\n%s", l.ExitErr(), lapisproc.Tail(l.Log().String()[logFrom:], 3000))
 			run.fail("lapis exited during the load", why+"\n  "+run.inflightReport())
-		} else if rss, hwm, err := rssKiB(l.pid()); err == nil {
+		} else if rss, hwm, err := l.RSSKiB(); err == nil {
 			if hwm > run.peakKiB.Load() {
 				run.peakKiB.Store(hwm)
 			}
@@ -216,9 +219,9 @@ func (run *loadRun) monitor(stop chan struct{}) {
 		}
 		// Replace lapis on the same data dir so the load goes on finding other bugs.
 		run.gen.Add(1)
-		l.kill()
-		logFrom = l.log.Len()
-		if err := l.start(); err != nil {
+		l.Kill()
+		logFrom = l.Log().Len()
+		if err := l.Start(context.Background()); err != nil {
 			run.fail("lapis did not restart", err.Error())
 			run.aborted.Store(true)
 			return
@@ -232,7 +235,7 @@ func (run *loadRun) monitor(stop chan struct{}) {
 
 // client sends requests until the deadline.
 func (run *loadRun) client(g *gen, deadline time.Time) {
-	c := run.l.client(0)
+	c := run.l.Client(0)
 	defer c.CloseIdleConnections()
 	for time.Now().Before(deadline) && !run.aborted.Load() {
 		run.do(c, g, g.next())
@@ -252,7 +255,7 @@ func (run *loadRun) do(c *http.Client, g *gen, q *fuzzReq) {
 	if q.query != "" {
 		path += "?" + q.query
 	}
-	req, err := l.request(ctx, q.method, path, q.body)
+	req, err := l.NewRequest(ctx, q.method, path, q.body)
 	if err != nil {
 		run.unsendable.Add(1) // a path or method Go's client will not send
 		return
@@ -301,7 +304,7 @@ func (run *loadRun) do(c *http.Client, g *gen, q *fuzzReq) {
 		}
 		// A transport error while lapis dies is the monitor's to report.
 		for range 40 {
-			if !l.running() || run.gen.Load() != gen {
+			if !l.Running() || run.gen.Load() != gen {
 				return
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -450,12 +453,12 @@ func (run *loadRun) scanLog(log string) {
 }
 
 // setupFixtures creates the main namespaces and the two CRDs, and waits for their resources.
-func setupFixtures(t *testing.T, l *lapisProc) {
+func setupFixtures(t *testing.T, l *lapisproc.Proc) {
 	t.Helper()
-	c := l.client(requestTimeout)
+	c := l.Client(requestTimeout)
 	defer c.CloseIdleConnections()
 	send := func(method, path string, body []byte) (int, string) {
-		req, err := l.request(context.Background(), method, path, body)
+		req, err := l.NewRequest(context.Background(), method, path, body)
 		if err != nil {
 			t.Fatal(err)
 		}
