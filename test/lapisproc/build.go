@@ -39,3 +39,16 @@ func Build(ctx context.Context, envs ...string) (bin string, cleanup func(), err
 	}
 	return bin, cleanup, nil
 }
+
+// Main is TestMain's body: it gets the binary (Build, with envs), calls run with its path and
+// removes what it built afterwards. It returns run's exit code, or 1 when the build failed
+// (saying why on stderr).
+func Main(ctx context.Context, run func(bin string) int, envs ...string) int {
+	bin, cleanup, err := Build(ctx, envs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	return run(bin)
+}

@@ -9,6 +9,6 @@
 //
 // The binary to test: Build returns $LAPIS_BIN (or another variable the caller names first)
 // when set, e.g. one built from an older commit, else builds ./cmd/lapis into a temporary
-// directory. TestMain calls it once and passes the path to every Proc in Options.Bin; the
-// package has no state of its own.
+// directory. TestMain gets it once (Main) and passes the path to every Proc in Options.Bin;
+// the package has no state of its own.
 package lapisproc

@@ -1,13 +1,8 @@
 package lapisproc
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,28 +147,6 @@ func (p *Proc) Start(ctx context.Context) error {
 	return nil
 }
 
-// Ready polls /readyz until it answers 200 (true) or ctx ends (false).
-func (p *Proc) Ready(ctx context.Context) bool {
-	c := p.Client(5 * time.Second)
-	defer c.CloseIdleConnections()
-	for {
-		if req, err := http.NewRequestWithContext(ctx, "GET", p.Server()+"/readyz", nil); err == nil {
-			if resp, err := c.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return true
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // Stop sends SIGTERM and waits for lapis to exit, for StopTimeout at most. It reports lapis
 // still running then (or when ctx ends) and an exit other than status 0.
 func (p *Proc) Stop(ctx context.Context) error {
@@ -230,28 +203,24 @@ func (p *Proc) current() *run {
 // Running reports whether the latest lapis process is still alive.
 func (p *Proc) Running() bool {
 	r := p.current()
-	if r == nil {
-		return false
-	}
-	select {
-	case <-r.exited:
-		return false
-	default:
-		return true
-	}
+	return r != nil && !r.over()
 }
 
 // ExitErr is how the latest process exited (nil while it runs or after status 0).
 func (p *Proc) ExitErr() error {
-	r := p.current()
-	if r == nil {
-		return nil
+	if r := p.current(); r != nil && r.over() {
+		return r.err
 	}
+	return nil
+}
+
+// over reports whether r's process has exited.
+func (r *run) over() bool {
 	select {
 	case <-r.exited:
-		return r.err
+		return true
 	default:
-		return nil
+		return false
 	}
 }
 
@@ -296,27 +265,6 @@ func (p *Proc) Log() *Log { return p.log }
 // logText is the log as errors and failure reports quote it.
 func (p *Proc) logText() string { return Tail(p.log.String(), p.opts.LogTail) }
 
-// Client returns an HTTP/2 client trusting lapis's CA, as kubectl and client-go talk to it.
-func (p *Proc) Client(timeout time.Duration) *http.Client {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(p.CAData())
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: pool},
-		ForceAttemptHTTP2: true,
-		MaxIdleConns:      64, MaxIdleConnsPerHost: 64,
-	}}
-}
-
-// NewRequest builds a request to lapis carrying the admin token.
-func (p *Proc) NewRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, p.Server()+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+p.Token())
-	return req, nil
-}
-
 // RSSKiB reads the current (VmRSS) and peak (VmHWM) resident memory of the latest lapis
 // process from /proc, in KiB.
 func (p *Proc) RSSKiB() (rss, hwm int64, err error) {
@@ -340,37 +288,4 @@ func (p *Proc) RSSKiB() (rss, hwm int64, err error) {
 		}
 	}
 	return rss, hwm, nil
-}
-
-// Tail is the last n bytes of s, marked as cut when they are not all of it (n 0: all of s).
-func Tail(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
-
-// Log collects the output of lapis's runs; it is safe for concurrent use.
-type Log struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Log) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *Log) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Len is how many bytes were logged so far: an offset to read new lines from.
-func (b *Log) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
 }
