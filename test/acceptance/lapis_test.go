@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -40,14 +39,10 @@ func runMain(m *testing.M) int {
 		skipMessage = "kubectl is not on PATH; the acceptance tests need kubectl 1.32"
 		return m.Run()
 	}
-	bin, cleanup, err := lapisproc.Build(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	lapisBin = bin
-	return m.Run()
+	return lapisproc.Main(context.Background(), func(bin string) int {
+		lapisBin = bin
+		return m.Run()
+	})
 }
 
 // lapisProc is one lapis server on its own data directory, with kubectl's cache beside it.

@@ -12,18 +12,10 @@ import (
 var lapisBin string // the binary TestMain built, or $LAPIS_HARDENING_BIN / $LAPIS_BIN
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	bin, cleanup, err := lapisproc.Build(context.Background(), "LAPIS_HARDENING_BIN")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	lapisBin = bin
-	return m.Run()
+	os.Exit(lapisproc.Main(context.Background(), func(bin string) int {
+		lapisBin = bin
+		return m.Run()
+	}, "LAPIS_HARDENING_BIN"))
 }
 
 // startLapis starts lapis on a fresh data directory and waits until it is ready (/readyz). It
