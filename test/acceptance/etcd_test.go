@@ -23,7 +23,7 @@ import (
 // kernel: the LISTEN sockets in /proc/PID/net/tcp{,6} whose inodes are among its open files.
 func (l *lapisProc) listeningPorts(t *testing.T) []int {
 	t.Helper()
-	pid := l.cmd.Process.Pid
+	pid := l.proc.Process().Pid
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	fds, err := os.ReadDir(dir)
 	if err != nil {

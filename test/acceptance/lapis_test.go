@@ -56,8 +56,7 @@ type lapisProc struct {
 	server     string // https://host:port, from the kubeconfig
 	token      string
 	caData     []byte
-	log        *lapisproc.Log                // output of every run, printed when the test failed
-	cmd        struct{ Process *os.Process } // the current process, read as l.cmd.Process
+	log        *lapisproc.Log // output of every run, printed when the test failed
 }
 
 // startLapis starts lapis on a fresh data directory with --listen 127.0.0.1:0 plus flags, and
@@ -83,7 +82,6 @@ func startLapisIn(t testing.TB, dataDir string, flags ...string) *lapisProc {
 func (l *lapisProc) refresh() {
 	l.dataDir, l.kubeconfig, l.log = l.proc.DataDir(), l.proc.Kubeconfig(), l.proc.Log()
 	l.server, l.token, l.caData = l.proc.Server(), l.proc.Token(), l.proc.CAData()
-	l.cmd.Process = l.proc.Process()
 }
 
 func (l *lapisProc) running() bool { return l.proc.Running() }

@@ -23,8 +23,9 @@
 //
 //	LAPIS_HARDENING_DURATION=30m LAPIS_HARDENING_SEED=42 go test ./test/hardening/ -run TestLoad -count=1 -v -timeout 0
 //
-// LAPIS_HARDENING_BIN=/path/to/lapis tests that binary instead of building ./cmd/lapis (e.g. one
-// built from an older commit, to see what the test finds there).
+// LAPIS_HARDENING_BIN=/path/to/lapis (or LAPIS_BIN, which the acceptance tests honour too) tests
+// that binary instead of building ./cmd/lapis (e.g. one built from an older commit, to see what
+// the test finds there).
 //
 // The seed fixes each client's request stream; only timing (which requests interleave, how many
 // fit in the duration) varies between runs with the same seed.
