@@ -1,11 +1,11 @@
 package acceptance
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,45 +17,20 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lapis-dev/lapis/test/lapisproc"
 )
 
-// listeningPorts is what lapis's process listens on over TCP (IPv4 and IPv6), as seen by the
-// kernel: the LISTEN sockets in /proc/PID/net/tcp{,6} whose inodes are among its open files.
+// listeningPorts is what lapis's process listens on over TCP, as the kernel sees it.
 func (l *lapisProc) listeningPorts(t *testing.T) []int {
 	t.Helper()
-	pid := l.proc.Process().Pid
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	fds, err := os.ReadDir(dir)
+	ports, err := lapisproc.ListeningPorts(l.proc.Process().Pid)
+	if errors.Is(err, lapisproc.ErrNoProc) {
+		t.Skip(err)
+	}
 	if err != nil {
-		t.Skipf("cannot read %s (not Linux?): %v", dir, err)
+		t.Fatal(err)
 	}
-	owned := map[string]bool{}
-	for _, fd := range fds {
-		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(link, "socket:[") {
-			owned[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
-		}
-	}
-	var ports []int
-	for _, table := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, table))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // header
-		for sc.Scan() {
-			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-			fields := strings.Fields(sc.Text())
-			if len(fields) < 10 || fields[3] != "0A" || !owned[fields[9]] {
-				continue
-			}
-			_, hexPort, _ := strings.Cut(fields[1], ":")
-			port, _ := strconv.ParseUint(hexPort, 16, 16)
-			ports = append(ports, int(port))
-		}
-		f.Close()
-	}
-	sort.Ints(ports)
 	return ports
 }
 

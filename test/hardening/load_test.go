@@ -457,20 +457,7 @@ func setupFixtures(t *testing.T, l *lapisproc.Proc) {
 	t.Helper()
 	c := l.Client(requestTimeout)
 	defer c.CloseIdleConnections()
-	send := func(method, path string, body []byte) (int, string) {
-		req, err := l.NewRequest(context.Background(), method, path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", mJSON)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	send := func(method, path string, body []byte) (int, string) { return do(t, l, c, method, path, mJSON, body) }
 	must := func(method, path string, body []byte) {
 		if code, answer := send(method, path, body); code >= 300 {
 			t.Fatalf("%s %s: %d %s", method, path, code, answer)
