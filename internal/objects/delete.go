@@ -89,7 +89,7 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 				continue
 			}
 			if err != nil {
-				return DeleteResult{}, storageError(r, name, err)
+				return DeleteResult{}, storageError(r, name, raceError(ctx, err, false))
 			}
 			obj.SetResourceVersion(revisionString(rev))
 			return DeleteResult{Object: obj}, nil
@@ -102,7 +102,7 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 			continue
 		}
 		if err != nil {
-			return DeleteResult{}, storageError(r, name, err)
+			return DeleteResult{}, storageError(r, name, raceError(ctx, err, false))
 		}
 		return DeleteResult{Object: obj, Deleted: true}, nil
 	}

@@ -254,6 +254,16 @@ func validateCreate(r *catalog.Resource, obj *unstructured.Unstructured) field.E
 // given, modified. A resourceVersion in the result is a precondition.
 type Mutation func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
 
+// raceError is what a write that lost a race and may not retry answers: the conflict when the
+// client named the resourceVersion it expected, else its request's timeout (it never asked for
+// a conflict).
+func raceError(ctx context.Context, err error, precondition bool) error {
+	if errors.Is(err, storage.ErrConflict) && !precondition && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
 // withoutManagedFields is kube-apiserver's answer to an object too large for storage: unless
 // the write is an apply, drop its managedFields (which can be large) and store it again. It
 // returns the smaller value when that is worth trying.
@@ -319,7 +329,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 				if retryConflict(ctx, err, precondition) {
 					continue
 				}
-				return Result{}, storageError(r, name, err)
+				return Result{}, storageError(r, name, raceError(ctx, err, precondition))
 			}
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
@@ -332,7 +342,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			continue
 		}
 		if err != nil {
-			return Result{}, storageError(r, name, err)
+			return Result{}, storageError(r, name, raceError(ctx, err, precondition))
 		}
 		obj.SetResourceVersion(revisionString(rev))
 		return Result{Object: obj, Raw: servedAsStored(r, value, rev), Warnings: res.Warnings}, nil
