@@ -68,9 +68,6 @@ func (h *Handler) get(rq *request) error {
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(rq.req.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	if rq.info.Subresource != "status" && rq.info.Subresource != "" {
-		return apierrors.NewMethodNotSupported(qualified(rq.resource), "get")
-	}
 	if target.As == "" {
 		raw, err := h.objects.GetRaw(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, opts.ResourceVersion)
 		if err != nil {

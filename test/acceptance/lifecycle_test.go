@@ -56,9 +56,11 @@ func TestPersistence(t *testing.T) {
 		if newKubeconfig, _ := os.ReadFile(l.kubeconfig); string(newKubeconfig) == string(oldKubeconfig) {
 			t.Errorf("restart did not write a fresh kubeconfig")
 		}
-		if addrs := l.servingAddresses(); len(addrs) != 2 || addrs[1] != l.server {
-			t.Errorf("logged serving addresses %q; the kubeconfig says %s", addrs, l.server)
-		}
+		// lapis writes its kubeconfig just before it logs that it is serving.
+		eventually(t, 5*time.Second, "the restart's serving address in the log", func() (bool, string) {
+			addrs := l.servingAddresses()
+			return len(addrs) == 2 && addrs[1] == l.server, fmt.Sprintf("logged serving addresses %q; the kubeconfig says %s", addrs, l.server)
+		})
 		after := snapshot(t)
 		for _, ref := range refs {
 			key := strings.Join(ref, " ")
