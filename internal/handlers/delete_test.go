@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"testing"
 
@@ -110,11 +111,11 @@ func TestDeleteCollection(t *testing.T) {
 				if list["kind"] != "ConfigMapList" || list["apiVersion"] != "v1" {
 					t.Errorf("answer is not a ConfigMapList: %s", r.body)
 				}
-				if got := itemNames(list); !equalStrings(got, tt.deleted) {
+				if got := itemNames(list); !slices.Equal(got, tt.deleted) {
 					t.Errorf("deleted %v, want %v", got, tt.deleted)
 				}
 			}
-			if got := itemNames(f.must(200, call{method: "GET", path: configMaps})); !equalStrings(got, tt.left) {
+			if got := itemNames(f.must(200, call{method: "GET", path: configMaps})); !slices.Equal(got, tt.left) {
 				t.Errorf("left %v, want %v", got, tt.left)
 			}
 		})
@@ -141,16 +142,4 @@ func itemNames(list map[string]any) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

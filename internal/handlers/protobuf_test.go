@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,7 +122,7 @@ func TestProtobufClient(t *testing.T) {
 			t.Fatalf("events %q, want %q", got, want)
 		}
 	}
-	if !equalStrings(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 }
@@ -150,7 +151,7 @@ func TestProtobufWatchFromStart(t *testing.T) {
 			t.Errorf("%s event with a %T", ev.Type, ev.Object)
 		}
 	}
-	if want := []string{string(watch.Added) + " before", string(watch.Added) + " after"}; !equalStrings(got, want) {
+	if want := []string{string(watch.Added) + " before", string(watch.Added) + " after"}; !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestGetAndList(t *testing.T) {
 			if list["kind"] != "ConfigMapList" || list["apiVersion"] != "v1" || nested(list, "metadata.resourceVersion") == "" {
 				t.Errorf("list header: %v %v %v", list["kind"], list["apiVersion"], list["metadata"])
 			}
-			if got := itemNames(list); !equalStrings(got, []string{"cm0", "cm1", "cm2", "cm3", "cm4"}) {
+			if got := itemNames(list); !slices.Equal(got, []string{"cm0", "cm1", "cm2", "cm3", "cm4"}) {
 				t.Errorf("items %v", got)
 			}
 			item := list["items"].([]any)[0].(map[string]any)
@@ -50,12 +51,12 @@ func TestGetAndList(t *testing.T) {
 			}
 		}},
 		{name: "field selector on metadata.name", path: configMaps + "?fieldSelector=metadata.name%3Dcm3", want: want{code: 200}, check: func(t *testing.T, list map[string]any) {
-			if got := itemNames(list); !equalStrings(got, []string{"cm3"}) {
+			if got := itemNames(list); !slices.Equal(got, []string{"cm3"}) {
 				t.Errorf("items %v", got)
 			}
 		}},
 		{name: "field selector on a Secret's type", path: secrets + "?fieldSelector=type%3DOpaque", want: want{code: 200}, check: func(t *testing.T, list map[string]any) {
-			if got := itemNames(list); !equalStrings(got, []string{"s"}) {
+			if got := itemNames(list); !slices.Equal(got, []string{"s"}) {
 				t.Errorf("items %v", got)
 			}
 		}},
@@ -114,7 +115,7 @@ func TestListPaging(t *testing.T) {
 		meta, _ := list["metadata"].(map[string]any)
 		token = nested(list, "metadata.continue")
 		got := page{itemNames(list), token != "", meta["remainingItemCount"]}
-		if !equalStrings(got.items, w.items) || got.more != w.more || got.remaining != w.remaining {
+		if !slices.Equal(got.items, w.items) || got.more != w.more || got.remaining != w.remaining {
 			t.Fatalf("page %d: got %+v, want %+v (metadata %v)", i, got, w, meta)
 		}
 		// Every page is read at the first page's resourceVersion.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func TestWatch(t *testing.T) {
 			if err := lines.Err(); err != nil {
 				t.Fatalf("stream did not end cleanly after %v: %v (events %v)", time.Since(start), err, got)
 			}
-			if !equalStrings(got, tt.events) {
+			if !slices.Equal(got, tt.events) {
 				t.Errorf("events %q, want %q", got, tt.events)
 			}
 			if elapsed := time.Since(start); elapsed < 900*time.Millisecond || elapsed > 5*time.Second {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -337,7 +338,7 @@ func compare(t *testing.T, r request, x exchange, allow allowance) {
 		}
 		sk = rest
 	}
-	if x.lapis.code != x.kube.code || !equal(sl, sk) {
+	if x.lapis.code != x.kube.code || !slices.Equal(sl, sk) {
 		t.Errorf("%s:\n  kube:  %s\n  lapis: %s", r, describe(x.kube), describe(x.lapis))
 	}
 }
@@ -351,18 +352,6 @@ func describe(r response) string {
 		s += fmt.Sprintf(" (error: %v)", r.err)
 	}
 	return s
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // summarize reduces a body to what is compared: each JSON value of it (a watch stream has
