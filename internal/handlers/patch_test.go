@@ -123,7 +123,7 @@ func TestPatchLimitsAndMalformedPatches(t *testing.T) {
 	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("p", data)}) // ~1 KB
 	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("big", map[string]string{"a": strings.Repeat("x", 100<<10)})})
 	f.must(http.StatusCreated, call{method: "POST", path: serviceAccounts,
-		body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa","finalizers":["x.example.com/f"]},"secrets":[{"name":"s1"},{"name":"s2"}]}`})
+		body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa","finalizers":["x.example.com/f"]},"secrets":[{"name":"s1"},{"name":"s2"}],"imagePullSecrets":[{"name":"r1"},{"name":"r2"}]}`})
 	const (
 		cm  = configMaps + "/p"
 		big = configMaps + "/big"
@@ -181,7 +181,12 @@ func TestPatchLimitsAndMalformedPatches(t *testing.T) {
 		{"object as a merge key in $setElementOrder", sa, strategicPatch, `{"$setElementOrder/secrets":[{"name":{}}],"secrets":[{"name":{}}]}`,
 			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `$setElementOrder/secrets[0].name: ` + mergeKey}},
 		{"$setElementOrder of a list that is not merged", sa, strategicPatch, `{"$setElementOrder/imagePullSecrets":[{"name":"a"}],"imagePullSecrets":[{"name":"a"}]}`,
-			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `$setElementOrder/imagePullSecrets[0]: want a string, number or boolean, got an object`}},
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `$setElementOrder/imagePullSecrets: imagePullSecrets is a list of objects without a merge key`}},
+		// Found by FuzzRequest: strategicpatch orders the live objects by value (a panic).
+		{"empty $setElementOrder of live objects without a merge key", sa, strategicPatch, `{"$setElementOrder/imagePullSecrets":[]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `imagePullSecrets is a list of objects without a merge key`}},
+		{"$deleteFromPrimitiveList of live objects", sa, strategicPatch, `{"$deleteFromPrimitiveList/imagePullSecrets":["r1"]}`,
+			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `imagePullSecrets is not a list of scalars`}},
 		{"object in $setElementOrder of a list of scalars", sa, strategicPatch, `{"metadata":{"$setElementOrder/finalizers":[{},{}],"finalizers":["a/b"]}}`,
 			want{code: 400, reason: metav1.StatusReasonBadRequest, contains: `metadata.$setElementOrder/finalizers[0]: want a string, number or boolean, got an object`}},
 		{"objects in a merged list of scalars", sa, strategicPatch, `{"metadata":{"finalizers":[{},{}]}}`,

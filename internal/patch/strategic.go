@@ -3,6 +3,7 @@ package patch
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -77,9 +78,13 @@ func validateStrategic(patch map[string]any, schema strategicpatch.LookupPatchMe
 			}
 		case strings.HasPrefix(key, setElementOrderPrefix):
 			field := strings.TrimPrefix(key, setElementOrderPrefix)
-			_, meta, err := schema.LookupPatchMetadataForSlice(field)
+			elem, meta, err := schema.LookupPatchMetadataForSlice(field)
 			if err != nil {
 				continue
+			}
+			if meta.GetPatchMergeKey() == "" && !holdsScalars(elem) {
+				// strategicpatch would order the live objects by value, as map keys.
+				return fmt.Errorf("%s: %s is a list of objects without a merge key: it cannot be ordered", join(path, key), field)
 			}
 			// The order list and the list it orders are compared element by element.
 			if list, ok := value.([]any); ok {
@@ -93,6 +98,11 @@ func validateStrategic(patch map[string]any, schema strategicpatch.LookupPatchMe
 				}
 			}
 		case strings.HasPrefix(key, deleteFromPrimitiveListPrefix):
+			field := strings.TrimPrefix(key, deleteFromPrimitiveListPrefix)
+			if elem, _, err := schema.LookupPatchMetadataForSlice(field); err == nil && !holdsScalars(elem) {
+				// strategicpatch would compare the live objects by value.
+				return fmt.Errorf("%s: %s is not a list of scalars", join(path, key), field)
+			}
 			list, ok := value.([]any)
 			if !ok {
 				continue
@@ -153,6 +163,23 @@ func validateListElements(list []any, mergeKey, path string) error {
 		}
 	}
 	return nil
+}
+
+// holdsScalars tells whether a list's elements, as the schema describes them, are scalars.
+func holdsScalars(elem strategicpatch.LookupPatchMeta) bool {
+	typed, ok := elem.(strategicpatch.PatchMetaFromStruct)
+	if !ok {
+		return true // not a Go-typed schema: leave it to strategicpatch
+	}
+	t := typed.T
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array, reflect.Interface:
+		return false
+	}
+	return true
 }
 
 func isScalar(v any) bool {
