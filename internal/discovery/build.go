@@ -185,7 +185,6 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	// Built-in resources leave group and version empty in responseKind (meaning "this group
 	// version"); the apiextensions controller fills them in for custom resources.
 	kind := &metav1.GroupVersionKind{Kind: r.Kind}
-	isNamespaces := r.CRD == nil && r.GroupVersion.Group == "" && r.Name == "namespaces"
 	verbs := r.Verbs()
 	if r.CRD != nil {
 		kind.Group, kind.Version = r.GroupVersion.Group, r.GroupVersion.Version
@@ -220,8 +219,8 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 		verbs []string
 	}
 	var subs []sub
-	if isNamespaces {
-		subs = append(subs, sub{"finalize", *kind, r.SubresourceVerbs("finalize")})
+	if verbs := r.SubresourceVerbs("finalize"); verbs != nil {
+		subs = append(subs, sub{"finalize", *kind, verbs})
 	}
 	status := sub{"status", *kind, r.SubresourceVerbs("status")}
 	scale := sub{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, r.SubresourceVerbs("scale")}
