@@ -122,7 +122,9 @@ func (s *Service) servesFromCache(opts *ListOptions) bool {
 	if s.caches == nil || opts.Continue != "" || opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
 		return false
 	}
-	return opts.Limit <= 0 || opts.ResourceVersion == "0"
+	// A page at a resourceVersion is exact unless the client asked for NotOlderThan, which kube
+	// serves from its cache too.
+	return opts.Limit <= 0 || opts.ResourceVersion == "0" || opts.ResourceVersionMatch == metav1.ResourceVersionMatchNotOlderThan
 }
 
 // listCached answers a list from the cache, emitting each selected object.

@@ -220,7 +220,8 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 			return apierrors.NewBadRequest("invalid continue token: " + err.Error())
 		}
 		rev, start = tokenRev, prefix+startKey
-	} else if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact || (opts.Limit > 0 && opts.ResourceVersion != "0") {
+	} else if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+		(opts.Limit > 0 && opts.ResourceVersion != "0" && opts.ResourceVersionMatch == "") {
 		// Exact, asked for or implied by a paged list at a given resourceVersion.
 		if rev, err = parseRevision(opts.ResourceVersion); err != nil {
 			return err

@@ -220,16 +220,26 @@ func TestListAtFutureResourceVersion(t *testing.T) {
 	_ = json.Unmarshal([]byte(l.must(t, "get", "--raw", "/api/v1/namespaces")), &list)
 	current, _ := strconv.ParseInt(list.Metadata.ResourceVersion, 10, 64)
 	future := strconv.FormatInt(current+1000, 10)
-	for _, query := range []string{
-		"resourceVersion=" + future,
-		"resourceVersion=" + future + "&limit=1",
-		"resourceVersion=" + future + "&resourceVersionMatch=Exact",
-		"resourceVersion=" + future + "&resourceVersionMatch=Exact&limit=1",
-		"resourceVersion=" + future + "&resourceVersionMatch=NotOlderThan&limit=1",
+	// Lists kube reads from etcd (limit with an exact or implied-exact match) answer at once and
+	// without Retry-After; the others wait for the watch cache (3 s) and say when to retry.
+	for _, c := range []struct {
+		query    string
+		fromEtcd bool
+	}{
+		{"resourceVersion=" + future, false},
+		{"resourceVersion=" + future + "&limit=1", true},
+		{"resourceVersion=" + future + "&resourceVersionMatch=Exact", true},
+		{"resourceVersion=" + future + "&resourceVersionMatch=Exact&limit=1", true},
+		{"resourceVersion=" + future + "&resourceVersionMatch=NotOlderThan&limit=1", false},
 	} {
-		a := l.request(t, "GET", "/api/v1/namespaces/default/configmaps?"+query, "")
+		start := time.Now()
+		a := l.request(t, "GET", "/api/v1/namespaces/default/configmaps?"+c.query, "")
+		took := time.Since(start)
 		if msg, reason := a.status(); a.code != 504 || reason != "Timeout" || !strings.Contains(msg, "Too large resource version: "+future) {
-			t.Errorf("%s: %d %s", query, a.code, a.body)
+			t.Errorf("%s: %d %s", c.query, a.code, a.body)
+		}
+		if retry := a.header.Get("Retry-After"); c.fromEtcd != (retry == "") || c.fromEtcd && took > 2*time.Second {
+			t.Errorf("%s: Retry-After %q after %v (kube: none and at once from etcd, 1 after waiting for its cache)", c.query, retry, took)
 		}
 	}
 }

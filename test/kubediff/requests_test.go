@@ -57,6 +57,7 @@ func TestListsAtAFutureResourceVersion(t *testing.T) {
 		"&resourceVersionMatch=Exact",
 		"&resourceVersionMatch=Exact&limit=5",
 		"&resourceVersionMatch=NotOlderThan",
+		"&resourceVersionMatch=NotOlderThan&limit=5",
 	} {
 		t.Run(query[1:], func(t *testing.T) {
 			t.Parallel() // each waits about 3 s on both servers
