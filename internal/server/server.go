@@ -22,6 +22,8 @@ import (
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/controllers/rootca"
+	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
 	"github.com/lapis-dev/lapis/internal/crd"
 	"github.com/lapis-dev/lapis/internal/gc"
 	"github.com/lapis-dev/lapis/internal/namespace"
@@ -96,6 +98,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	go namespace.NewController(s.objects, log).Run(runCtx)
 	go gc.New(s.objects, log).Run(runCtx)
+	// What kube-controller-manager puts in every namespace: the default ServiceAccount and the
+	// CA that verifies lapis (the one its kubeconfig trusts).
+	go serviceaccount.NewController(s.objects, log).Run(runCtx)
+	go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
 	go store.RunCompactor(runCtx, cfg.EtcdCompactionInterval, log, caches.Compacted)
 
 	s.listener, err = net.Listen("tcp", cfg.Listen)
