@@ -175,6 +175,12 @@ func (m *Managers) CheckApplied(r *catalog.Resource, config *unstructured.Unstru
 // the main endpoint of a resource with a status subresource leaves status alone, and the status
 // subresource changes nothing but status.
 func resetFields(r *catalog.Resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	if r.ResetFields != nil {
+		if sets := r.ResetFields[subresource]; len(sets) > 0 {
+			return fieldpath.NewExcludeFilterSetMap(sets)
+		}
+		return nil
+	}
 	if !r.HasStatus {
 		return nil
 	}
@@ -228,6 +234,9 @@ func (o unstructuredObjects) ConvertToVersion(in runtime.Object, target runtime.
 	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
 	if !ok {
 		return nil, fmt.Errorf("no version of %s in %v", u.GroupVersionKind(), target)
+	}
+	if o.r != nil && o.r.ConvertVersion != nil {
+		return o.r.ConvertVersion(u, gvk.GroupVersion())
 	}
 	out := u.DeepCopy()
 	out.SetAPIVersion(gvk.GroupVersion().String())

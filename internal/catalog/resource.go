@@ -1,14 +1,15 @@
 package catalog
 
 import (
-	"k8s.io/apimachinery/pkg/api/validation"
+	"context"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Resource describes one resource served at one group/version.
@@ -32,9 +33,19 @@ type Resource struct {
 	// (kube does so for namespaces; custom resources answer with a Status, as other types).
 	ReturnDeletedObject bool
 
-	// HasStatus and Scale describe the subresources the resource serves.
+	// HasStatus and Scale describe the status and scale subresources.
 	HasStatus bool
 	Scale     *ScaleSubresource
+
+	// ResourceVerbs and Subresources, when set, are the verbs and subresources kube-apiserver
+	// serves for a built-in type (its discovery data); otherwise they follow from the fields
+	// above.
+	ResourceVerbs []string
+	Subresources  []Subresource
+
+	// ResetFields are the fields each endpoint ("" or a subresource) never sets, as kube's
+	// strategies declare them for field management; nil derives them from HasStatus.
+	ResetFields map[string]map[fieldpath.APIVersion]*fieldpath.Set
 
 	// RequireResourceVersionOnUpdate refuses updates (PUT) without a resourceVersion: kube's
 	// strategies that do not AllowUnconditionalUpdate (custom resources, CRDs).
@@ -47,10 +58,6 @@ type Resource struct {
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
 
-	// NameValidation validates metadata.name (and generateName, with prefix true). Nil means
-	// a DNS subdomain, the rule most types use.
-	NameValidation validation.ValidateNameFunc
-
 	// Printer gives the Table columns kubectl shows (kube's printers for built-in types, a CRD's
 	// additionalPrinterColumns). Nil means kube's default: Name and Created At.
 	Printer *Printer
@@ -58,10 +65,23 @@ type Resource struct {
 	// Conversion converts between this version and the version objects are stored in. Nil means
 	// the two differ at most in apiVersion, which the pipeline rewrites.
 	Conversion *Conversion
+	// FieldLabel checks a field selector's label and value and may rewrite them, as kube's
+	// field-label conversion functions do; nil accepts the labels SelectableFields gives.
+	FieldLabel func(label, value string) (string, string, error)
+	// ConvertVersion converts an object of this type to any version of it (field management
+	// needs the versions its managers wrote); nil means versions differ only in apiVersion.
+	ConvertVersion func(obj *unstructured.Unstructured, to schema.GroupVersion) (*unstructured.Unstructured, error)
 
 	// CRD is set for custom resources: the definition and the version served here.
 	CRD        *apiextensionsv1.CustomResourceDefinition
 	CRDVersion *apiextensionsv1.CustomResourceDefinitionVersion
+}
+
+// Subresource is one subresource of a built-in type as discovery describes it.
+type Subresource struct {
+	Name  string
+	Kind  schema.GroupVersionKind
+	Verbs []string
 }
 
 // ScaleSubresource maps the scale subresource onto paths in the object (CRD-style JSON paths).
@@ -109,16 +129,17 @@ type Behavior interface {
 	// declare are dropped and described (`unknown field "spec.foo"`, for fieldValidation), values
 	// of the wrong type are an error naming the field.
 	Normalize(obj *unstructured.Unstructured) (unknownFields []string, err error)
-	// PrepareForCreate resets what a client may not set on create (kube's strategy hook of the
-	// same name): for example a namespace's status and finalizers.
-	PrepareForCreate(obj *unstructured.Unstructured)
-	// PrepareForUpdate carries over from old what a client may not change through the main
-	// endpoint (for example status, when the resource has a status subresource).
-	PrepareForUpdate(obj, old *unstructured.Unstructured)
-	// Default fills in the values the server defaults.
+	// Default fills in the values the server defaults, as decoding a request does in kube.
 	Default(obj *unstructured.Unstructured)
-	// Validate checks an object about to be created (old == nil) or updated.
-	Validate(obj, old *unstructured.Unstructured) field.ErrorList
+	// BeforeCreate is kube's rest.BeforeCreate for an object whose system metadata (uid,
+	// creationTimestamp) is set: it resets what a client may not set, validates the object and
+	// its metadata, and canonicalizes it. Its error is an API error (Invalid, usually); the
+	// warnings are for the client.
+	BeforeCreate(ctx context.Context, obj *unstructured.Unstructured) (warnings []string, err error)
+	// BeforeUpdate is kube's rest.BeforeUpdate of obj over old through subresource ("" for the
+	// resource itself, "status", ...): what a client may not change is carried over from old,
+	// then the update is validated.
+	BeforeUpdate(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) (warnings []string, err error)
 	// SelectableFields returns the fields a field selector can match on, beyond metadata.name and
 	// metadata.namespace (which every resource has).
 	SelectableFields(obj *unstructured.Unstructured) fields.Set

@@ -17,6 +17,8 @@ var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 // Verbs are the verbs the resource itself serves.
 func (r *Resource) Verbs() []string {
 	switch {
+	case r.ResourceVerbs != nil:
+		return r.ResourceVerbs
 	case r.CRD != nil:
 		return crdVerbs
 	case r.StorageGroupResource == namespacesResource:
@@ -28,9 +30,18 @@ func (r *Resource) Verbs() []string {
 // SubresourceVerbs are the verbs a subresource serves ("" is the resource itself); nil when
 // the resource has no such subresource.
 func (r *Resource) SubresourceVerbs(sub string) []string {
-	switch sub {
-	case "":
+	if sub == "" {
 		return r.Verbs()
+	}
+	if r.Subresources != nil {
+		for _, s := range r.Subresources {
+			if s.Name == sub {
+				return s.Verbs
+			}
+		}
+		return nil
+	}
+	switch sub {
 	case "status":
 		if r.HasStatus {
 			return subresourceVerbs

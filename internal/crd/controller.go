@@ -307,10 +307,10 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			HasStatus:                      behavior.hasStatus,
 			RequireResourceVersionOnUpdate: true,
 			SpecTracksGeneration:           true,
-			Behavior:                       behavior,
-			NameValidation:                 apivalidation.NameIsDNSSubdomain,
-			CRD:                            crd,
-			CRDVersion:                     v,
+			Behavior: catalog.Strategy(behavior, schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
+				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, apivalidation.NameIsDNSSubdomain),
+			CRD:        crd,
+			CRDVersion: v,
 		}
 		if v.Subresources != nil && v.Subresources.Scale != nil {
 			sc := v.Subresources.Scale

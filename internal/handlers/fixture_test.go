@@ -19,6 +19,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/handlers"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/routing"
@@ -42,7 +43,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
+	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	cat.SetCustom("widgets.example.com", []*catalog.Resource{widgets()})
 	svc := objects.NewService(storage.NewStore(b.Client), cat)
 	namespaces, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
@@ -86,7 +87,7 @@ func widgets() *catalog.Resource {
 		Namespaced:           true,
 		StorageGroupResource: schema.GroupResource{Group: "example.com", Resource: "widgets"},
 		ReturnDeletedObject:  true,
-		Behavior:             passthrough{},
+		Behavior:             catalog.Strategy(passthrough{}, schema.GroupKind{Group: "example.com", Kind: "Widget"}, true, nil),
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/crd"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
@@ -275,7 +276,7 @@ var applyFuzzKinds = []struct {
 func FuzzApply(f *testing.F) {
 	managers := apply.NewManagers()
 	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
+	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	type target struct {
 		r    *catalog.Resource
 		live *unstructured.Unstructured

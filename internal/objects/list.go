@@ -97,6 +97,12 @@ func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
 		supported[k] = true
 	}
 	for _, req := range f.fields.Requirements() {
+		if r.FieldLabel != nil {
+			// kube's field-label conversion decides, with its own messages.
+			if _, _, err := r.FieldLabel(req.Field, req.Value); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		}
 		if !supported[req.Field] {
 			if len(extra) == 0 {
 				// Types with no field-label conversion get kube's generic message.

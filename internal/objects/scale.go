@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -121,7 +124,7 @@ func scaleOf(r *catalog.Resource, obj *unstructured.Unstructured) (*unstructured
 	}
 	if sc.LabelSelectorPath != "" {
 		if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, pathOf(sc.LabelSelectorPath)...); found {
-			if sel, ok := v.(string); ok {
+			if sel, ok := selectorString(v); ok {
 				status["selector"] = sel
 			}
 		}
@@ -149,4 +152,38 @@ func replicasPaths(r *catalog.Resource) managedfields.ResourcePathMappings {
 		}
 	}
 	return mappings
+}
+
+// selectorString is a label selector as a Scale shows it: a CRD's string as it is; a built-in
+// type's spec.selector (a LabelSelector, or a ReplicationController's map) formatted as kube's
+// scale subresources format it.
+func selectorString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case map[string]any:
+		_, hasLabels := v["matchLabels"]
+		_, hasExpressions := v["matchExpressions"]
+		if hasLabels || hasExpressions || len(v) == 0 {
+			var ls metav1.LabelSelector
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v, &ls); err != nil {
+				return "", false
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&ls)
+			if err != nil {
+				return "", false
+			}
+			return sel.String(), true
+		}
+		set := labels.Set{}
+		for k, val := range v {
+			s, ok := val.(string)
+			if !ok {
+				return "", false
+			}
+			set[k] = s
+		}
+		return labels.SelectorFromSet(set).String(), true
+	}
+	return "", false
 }

@@ -96,7 +96,7 @@ func (s *Service) present(r *catalog.Resource, obj *unstructured.Unstructured) (
 	} else {
 		obj.SetAPIVersion(r.GroupVersion.String())
 	}
-	if r.Behavior != nil {
+	if hasReadDefaults(r) {
 		// Defaults apply on read too, so objects stored before a default existed gain it.
 		r.Behavior.Default(obj)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/storage"
 )
 
@@ -28,7 +29,7 @@ func newTestService(t *testing.T) *Service {
 	}
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
+	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	s := NewService(storage.NewStore(b.Client), cat)
 	for _, ns := range []string{"default", "other"} {
 		if _, err := s.Create(context.Background(), s.mustResource(t, "", "v1", "namespaces"), "", object("v1", "Namespace", "", ns, nil), WriteOptions{}); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,10 +91,11 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			return Result{}, err
 		}
 		prepareCreateMeta(r, obj, s.now())
-		r.Behavior.PrepareForCreate(obj)
-		if errs := validateCreate(r, obj); len(errs) > 0 {
-			return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), obj.GetName(), errs)
+		strategyWarnings, err := r.Behavior.BeforeCreate(ctx, obj)
+		if err != nil {
+			return Result{}, err
 		}
+		warnings := append(warnings[:len(warnings):len(warnings)], strategyWarnings...)
 		value, err := s.toStorage(r, obj)
 		if err != nil {
 			return Result{}, err
@@ -238,18 +238,6 @@ func prepareCreateMeta(r *catalog.Resource, obj *unstructured.Unstructured, now 
 	}
 }
 
-func nameValidation(r *catalog.Resource) apivalidation.ValidateNameFunc {
-	if r.NameValidation != nil {
-		return r.NameValidation
-	}
-	return apivalidation.NameIsDNSSubdomain
-}
-
-func validateCreate(r *catalog.Resource, obj *unstructured.Unstructured) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, nameValidation(r), field.NewPath("metadata"))
-	return append(errs, r.Behavior.Validate(obj, nil)...)
-}
-
 // Mutation computes the desired object from the current one. It may return the object it was
 // given, modified. A resourceVersion in the result is a precondition.
 type Mutation func(current *unstructured.Unstructured) (*unstructured.Unstructured, error)
@@ -308,7 +296,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
 		}
 		obj.SetResourceVersion(old.GetResourceVersion()) // an unconditional update applies to what it read
-		res, err := s.prepareUpdate(r, namespace, name, obj, old, opts)
+		res, err := s.prepareUpdate(ctx, r, namespace, name, obj, old, opts)
 		if err != nil {
 			return Result{}, err
 		}
@@ -350,7 +338,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 }
 
 // prepareUpdate runs the update half of the pipeline on obj, given the current object old.
-func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, error) {
+func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, error) {
 	if r.CRD == nil {
 		// kube-apiserver decodes built-in objects into Go types, where `managedFields: []` is an
 		// empty, non-nil list: the field manager takes it as a reset, as it does [{}]. (Custom
@@ -393,18 +381,12 @@ func (s *Service) prepareUpdate(r *catalog.Resource, namespace, name string, obj
 		return Result{}, err
 	}
 	*obj = *tracked
-	if opts.Subresource == "" {
-		r.Behavior.PrepareForUpdate(obj, old)
-	}
 	carryUpdateMeta(r, obj, old)
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(obj, r.Namespaced, nameValidation(r), field.NewPath("metadata"))...)
-	errs = append(errs, validateFinalizersWhileDeleting(obj, old)...)
-	errs = append(errs, r.Behavior.Validate(obj, old)...)
-	if len(errs) > 0 {
-		return Result{}, apierrors.NewInvalid(r.GroupVersionKind().GroupKind(), name, errs)
+	strategyWarnings, err := r.Behavior.BeforeUpdate(ctx, obj, old, opts.Subresource)
+	if err != nil {
+		return Result{}, err
 	}
-	return Result{Warnings: warnings}, nil
+	return Result{Warnings: append(warnings, strategyWarnings...)}, nil
 }
 
 // trackFields records the write in managedFields: the fields obj changed relative to live (nil
@@ -455,24 +437,6 @@ func specChanged(obj, old *unstructured.Unstructured) bool {
 		return m
 	}
 	return !apiequality.Semantic.DeepEqual(strip(obj), strip(old))
-}
-
-func validateFinalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorList {
-	if old.GetDeletionTimestamp() == nil {
-		return nil
-	}
-	had := map[string]bool{}
-	for _, f := range old.GetFinalizers() {
-		had[f] = true
-	}
-	var errs field.ErrorList
-	for _, f := range obj.GetFinalizers() {
-		if !had[f] {
-			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", []string{f})))
-		}
-	}
-	return errs
 }
 
 // blocksDeletion reports whether something must finish before the object can go: metadata

@@ -40,7 +40,7 @@ func builtins() []*catalog.Resource {
 	core := schema.GroupVersion{Version: "v1"}
 	return []*catalog.Resource{
 		{GroupVersion: core, Name: "configmaps", Kind: "ConfigMap", ListKind: "ConfigMapList", Namespaced: true,
-			Behavior: catalog.Typed[corev1.ConfigMap, *corev1.ConfigMap]{}},
+			Behavior: catalog.Strategy(catalog.Typed[corev1.ConfigMap, *corev1.ConfigMap]{}, configMapGVK.GroupKind(), true, nil)},
 		{GroupVersion: core, Name: "namespaces", Kind: "Namespace", ListKind: "NamespaceList", HasStatus: true},
 	}
 }

@@ -84,7 +84,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 
 	store := backend.Store(log) // refuses writes while the disk is nearly full
 	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
+	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }))...)
 	s.objects = objects.NewService(store, cat)
 	caches := watchcache.New(runCtx, store, log)
 	s.objects.UseWatchCache(caches)

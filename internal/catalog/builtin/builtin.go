@@ -1,39 +1,23 @@
 package builtin
 
 import (
-	"sort"
+	"fmt"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/catalog/kube"
 )
 
-// Resources returns the built-in resources in discovery order.
-func Resources() []*catalog.Resource {
-	return []*catalog.Resource{
-		namespaces(),
-		configMaps(),
-		secrets(),
-		serviceAccounts(),
-		coreEvents(),
-		eventsV1Events(),
-		leases(),
-		customResourceDefinitions(),
+// Resources returns the built-in resources in kube-apiserver's discovery order: every type kube
+// 1.37 stores, driven by kube's own code, and CustomResourceDefinitions.
+func Resources(d kube.Deps) []*catalog.Resource {
+	crds := schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}
+	rs, err := kube.Resources(d, map[schema.GroupResource]*catalog.Resource{crds: customResourceDefinitions()})
+	if err != nil {
+		// The data is compiled in and tested: this cannot happen in a build that passed its tests.
+		panic(fmt.Sprintf("built-in resources: %v", err))
 	}
-}
-
-var (
-	coreV1 = schema.GroupVersion{Version: "v1"}
-	// eventsStorage is where both event APIs keep their objects, as core/v1 events.
-	eventsStorage = schema.GroupResource{Resource: "events"}
-)
-
-// sortedKeys makes map-driven validation report errors in a stable order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return rs
 }

@@ -31,9 +31,8 @@ func customResourceDefinitions() *catalog.Resource {
 		SpecTracksGeneration:           true,
 		RequireResourceVersionOnUpdate: true,
 		// The name must also be <plural>.<group>; validateCRD reports that.
-		NameValidation: apivalidation.NameIsDNSSubdomain,
-		Printer:        crdPrinter,
-		Behavior: catalog.Typed[apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition]{
+		Printer: crdPrinter,
+		Behavior: catalog.Strategy(catalog.Typed[apiextensionsv1.CustomResourceDefinition, *apiextensionsv1.CustomResourceDefinition]{
 			OnCreate: func(crd *apiextensionsv1.CustomResourceDefinition) {
 				crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
 				crd.Generation = 1
@@ -47,7 +46,7 @@ func customResourceDefinitions() *catalog.Resource {
 			},
 			Defaults:   apiextensionsv1.SetObjectDefaults_CustomResourceDefinition,
 			Validation: validateCRD,
-		},
+		}, schema.GroupKind{Group: apiextensionsv1.GroupName, Kind: "CustomResourceDefinition"}, false, apivalidation.NameIsDNSSubdomain),
 	}
 }
 

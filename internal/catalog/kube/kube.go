@@ -1,60 +1,194 @@
 package kube
 
 import (
-	"bytes"
 	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
 	"k8s.io/kubernetes/pkg/printers"
-	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
 // Type is one built-in resource as kube-apiserver serves it at one version.
 type Type struct {
 	Resource schema.GroupVersionResource
 	Kind     string
-	// StorageVersion is the version kube stores objects at.
+	// StorageVersion is the version objects are stored at.
 	StorageVersion schema.GroupVersion
-	Strategy       rest.RESTCreateUpdateStrategy
-	// StatusStrategy is the /status subresource's; nil when there is none.
-	StatusStrategy rest.RESTUpdateStrategy
-	// Attrs gives the fields a field selector matches (the strategy package's GetAttrs); nil
-	// means metadata.name and metadata.namespace only.
-	Attrs func(runtime.Object) (labels.Set, fields.Set, error)
+	strategies
 }
 
-// Pipeline runs kube's semantics; one per process (it holds kube's Table generator).
-type Pipeline struct {
-	json   runtime.Serializer
-	tables *printers.HumanReadableGenerator
+func (t *Type) scheme() *runtime.Scheme { return scheme() }
+
+// internalGroup is the group of the internal version objects convert through: the served
+// group's own (events.k8s.io's internal Event is core's Event type).
+func (t *Type) internalGroup() string { return t.Resource.Group }
+
+// updateStrategy is the strategy of an update through subresource ("" is the resource).
+func (t *Type) updateStrategy(subresource string) rest.RESTUpdateStrategy {
+	if subresource == "" {
+		return t.main
+	}
+	return t.sub[subresource]
 }
 
-// NewPipeline returns a Pipeline over kube's legacyscheme.
-func NewPipeline() *Pipeline {
-	info, _ := runtime.SerializerInfoForMediaType(legacyscheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	return &Pipeline{json: info.Serializer, tables: printers.NewTableGenerator().With(printersinternal.AddHandlers)}
+//go:embed discovery/kube-1.37.json
+var discoveryJSON []byte
+
+// discoveryGroup is one group of kube-apiserver 1.37's aggregated discovery, in its order.
+type discoveryGroup struct {
+	Group    string `json:"group"`
+	Versions []struct {
+		Version   string                                `json:"version"`
+		Resources []apidiscoveryv2.APIResourceDiscovery `json:"resources"`
+	} `json:"versions"`
 }
 
-// Result is what a write stores and answers.
-type Result struct {
-	// Stored is the object at the storage version; Served at the version of the request.
-	Stored, Served []byte
-	Warnings       []string
+// Resources returns the built-in resources kube-apiserver 1.37 serves, in its discovery order,
+// each driven by kube's own code. provided supplies resources this package does not drive
+// (CustomResourceDefinitions); resources neither has a strategy for nor provided are left out.
+func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*catalog.Resource, error) {
+	var groups []discoveryGroup
+	if err := json.Unmarshal(discoveryJSON, &groups); err != nil {
+		return nil, fmt.Errorf("kube's discovery data: %w", err)
+	}
+	rows := table(d)
+	tables := newTables()
+	var out []*catalog.Resource
+	for _, g := range groups {
+		for _, v := range g.Versions {
+			for i := range v.Resources {
+				entry := &v.Resources[i]
+				gr := schema.GroupResource{Group: g.Group, Resource: entry.Resource}
+				if r, ok := provided[gr]; ok {
+					out = append(out, r)
+					continue
+				}
+				row, ok := rows[gr]
+				if !ok {
+					continue
+				}
+				r, err := resource(g.Group, v.Version, entry, row, tables)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// resource is the catalogue entry of one discovery entry, driven by row's strategies.
+func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery, row strategies, tables *printers.HumanReadableGenerator) (*catalog.Resource, error) {
+	gv := schema.GroupVersion{Group: group, Version: version}
+	storedAs := gv.WithResource(entry.Resource).GroupResource()
+	if row.storedAs != nil {
+		storedAs = *row.storedAs
+	}
+	storageVersions := scheme().PrioritizedVersionsForGroup(storedAs.Group)
+	if len(storageVersions) == 0 {
+		return nil, fmt.Errorf("no versions of %s registered", storedAs.Group)
+	}
+	t := &Type{
+		Resource:       gv.WithResource(entry.Resource),
+		Kind:           entry.ResponseKind.Kind,
+		StorageVersion: storageVersions[0],
+		strategies:     row,
+	}
+	b := newBehavior(t)
+	r := &catalog.Resource{
+		GroupVersion:         gv,
+		Name:                 entry.Resource,
+		Kind:                 t.Kind,
+		ListKind:             t.Kind + "List",
+		Singular:             entry.SingularResource,
+		Namespaced:           entry.Scope == apidiscoveryv2.ScopeNamespace,
+		ShortNames:           entry.ShortNames,
+		Categories:           entry.Categories,
+		StorageGroupResource: storedAs,
+		StorageVersion:       t.StorageVersion,
+		ResourceVerbs:        entry.Verbs,
+		HasStatus:            row.sub["status"] != nil,
+		Behavior:             b,
+		Printer:              newPrinter(t, tables),
+		ResetFields:          resetFields(row),
+		FieldLabel: func(label, value string) (string, string, error) {
+			return scheme().ConvertFieldLabel(gv.WithKind(t.Kind), label, value)
+		},
+		ConvertVersion: func(obj *unstructured.Unstructured, to schema.GroupVersion) (*unstructured.Unstructured, error) {
+			return convertVersion(scheme(), t.internalGroup(), obj, to)
+		},
+	}
+	if r.ResourceVerbs == nil {
+		r.ResourceVerbs = []string{}
+	}
+	for _, s := range entry.Subresources {
+		kind := schema.GroupVersionKind{Group: s.ResponseKind.Group, Version: s.ResponseKind.Version, Kind: s.ResponseKind.Kind}
+		r.Subresources = append(r.Subresources, catalog.Subresource{Name: s.Subresource, Kind: kind, Verbs: s.Verbs})
+		if s.Subresource == "scale" {
+			r.Scale = &catalog.ScaleSubresource{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: ".spec.selector"}
+		}
+	}
+	if storedAs != r.GroupVersionResource().GroupResource() || t.StorageVersion != gv {
+		r.Conversion = &catalog.Conversion{
+			ToStorage: func(obj *unstructured.Unstructured) error {
+				out, err := convertVersion(scheme(), t.internalGroup(), obj, t.StorageVersion)
+				if err == nil {
+					obj.Object = out.Object
+				}
+				return err
+			},
+			FromStorage: func(obj *unstructured.Unstructured) error {
+				if obj.GetAPIVersion() == gv.String() {
+					return nil
+				}
+				out, err := convertVersion(scheme(), storedAs.Group, obj, gv)
+				if err == nil {
+					obj.Object = out.Object
+				}
+				return err
+			},
+		}
+	}
+	return r, nil
+}
+
+// resetFields are the fields kube's strategies say each endpoint never sets.
+func resetFields(row strategies) map[string]map[fieldpath.APIVersion]*fieldpath.Set {
+	out := map[string]map[fieldpath.APIVersion]*fieldpath.Set{}
+	add := func(sub string, s any) {
+		if rs, ok := s.(rest.ResetFieldsStrategy); ok {
+			out[sub] = rs.GetResetFields()
+		}
+	}
+	add("", row.main)
+	for sub, s := range row.sub {
+		add(sub, s)
+	}
+	return out
 }
 
 // warnings collects what strategies report, as kube's warning recorder does.
 type warnings []string
 
-func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
+func (w *warnings) AddWarning(_, text string) {
+	if !slices.Contains(*w, text) {
+		*w = append(*w, text)
+	}
+}
 
 // requestContext carries what kube's strategies read: the namespace, a RequestInfo
 // (declarative validation needs it) and a warning recorder.
@@ -65,147 +199,4 @@ func requestContext(ctx context.Context, t *Type, namespace, subresource, verb s
 		Namespace: namespace, Resource: t.Resource.Resource, Subresource: subresource,
 	})
 	return warning.WithWarningRecorder(ctx, w)
-}
-
-// decode reads JSON at version gv into the internal version, defaulted, as kube's handlers do.
-func (p *Pipeline) decode(t *Type, gv schema.GroupVersion, body []byte) (runtime.Object, error) {
-	internal := schema.GroupVersion{Group: gv.Group, Version: runtime.APIVersionInternal}
-	kind := gv.WithKind(t.Kind)
-	obj, _, err := legacyscheme.Codecs.DecoderToVersion(p.json, internal).Decode(body, &kind, nil)
-	return obj, err
-}
-
-func (p *Pipeline) encode(obj runtime.Object, gv schema.GroupVersion) ([]byte, error) {
-	var buf bytes.Buffer
-	err := legacyscheme.Codecs.EncoderForVersion(p.json, gv).Encode(obj, &buf)
-	return buf.Bytes(), err
-}
-
-// Create runs kube-apiserver's create sequence on a request body: decode (default, convert),
-// system fields, rest.BeforeCreate (PrepareForCreate, validation, warnings, Canonicalize); then
-// encode at the storage version and answer what storage gives back, as kube's etcd store does.
-// Errors are kube's API errors.
-func (p *Pipeline) Create(ctx context.Context, t *Type, namespace string, body []byte) (Result, error) {
-	obj, err := p.decode(t, t.Resource.GroupVersion(), body)
-	if err != nil {
-		return Result{}, err
-	}
-	var w warnings
-	ctx = requestContext(ctx, t, namespace, "", "create", &w)
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return Result{}, err
-	}
-	rest.FillObjectMetaSystemFields(m)
-	if m.GetGenerateName() != "" && m.GetName() == "" {
-		m.SetName(t.Strategy.GenerateName(m.GetGenerateName()))
-	}
-	if err := rest.BeforeCreate(t.Strategy, ctx, obj); err != nil {
-		return Result{Warnings: w}, err
-	}
-	return p.finish(t, obj, w)
-}
-
-// Update runs kube-apiserver's update sequence of body over the stored object old, through the
-// resource itself or (status) its /status subresource.
-func (p *Pipeline) Update(ctx context.Context, t *Type, namespace string, old, body []byte, status bool) (Result, error) {
-	oldObj, err := p.decode(t, t.StorageVersion, old)
-	if err != nil {
-		return Result{}, err
-	}
-	obj, err := p.decode(t, t.Resource.GroupVersion(), body)
-	if err != nil {
-		return Result{}, err
-	}
-	var strategy rest.RESTUpdateStrategy = t.Strategy
-	subresource := ""
-	if status {
-		strategy, subresource = t.StatusStrategy, "status"
-	}
-	var w warnings
-	ctx = requestContext(ctx, t, namespace, subresource, "update", &w)
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return Result{}, err
-	}
-	oldMeta, _ := meta.Accessor(oldObj)
-	// kube's store: an update without a resourceVersion applies to what it read, where the
-	// strategy allows unconditional updates.
-	if m.GetResourceVersion() == "" && strategy.AllowUnconditionalUpdate(ctx) {
-		m.SetResourceVersion(oldMeta.GetResourceVersion())
-	}
-	if err := rest.BeforeUpdate(strategy, ctx, obj, oldObj); err != nil {
-		return Result{Warnings: w}, err
-	}
-	return p.finish(t, obj, w)
-}
-
-// finish encodes obj at the storage version and answers with what a read of it gives.
-func (p *Pipeline) finish(t *Type, obj runtime.Object, w warnings) (Result, error) {
-	stored, err := p.encode(obj, t.StorageVersion)
-	if err != nil {
-		return Result{}, err
-	}
-	served, err := p.Read(t, stored)
-	return Result{Stored: stored, Served: served, Warnings: w}, err
-}
-
-// Read answers a stored object at the served version: decoded, defaulted, converted.
-func (p *Pipeline) Read(t *Type, stored []byte) ([]byte, error) {
-	obj, err := p.decode(t, t.StorageVersion, stored)
-	if err != nil {
-		return nil, err
-	}
-	return p.encode(obj, t.Resource.GroupVersion())
-}
-
-// Table is kube's Table of one stored object; rows carry its PartialObjectMetadata, kube's
-// default includeObject=Metadata.
-func (p *Pipeline) Table(t *Type, stored []byte) (*metav1.Table, error) {
-	obj, err := p.decode(t, t.StorageVersion, stored)
-	if err != nil {
-		return nil, err
-	}
-	table, err := p.tables.GenerateTable(obj, printers.GenerateOptions{Wide: true})
-	if err != nil {
-		return nil, err
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	for i := range table.Rows {
-		partial := meta.AsPartialObjectMetadata(m)
-		partial.APIVersion, partial.Kind = "meta.k8s.io/v1", "PartialObjectMetadata"
-		table.Rows[i].Object = runtime.RawExtension{Object: partial}
-	}
-	table.ResourceVersion = m.GetResourceVersion()
-	return table, nil
-}
-
-// Fields are the fields a field selector matches on the stored object.
-func (p *Pipeline) Fields(t *Type, stored []byte) (fields.Set, error) {
-	obj, err := p.decode(t, t.StorageVersion, stored)
-	if err != nil {
-		return nil, err
-	}
-	if t.Attrs != nil {
-		_, set, err := t.Attrs(obj)
-		return set, err
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	set := fields.Set{"metadata.name": m.GetName()}
-	if m.GetNamespace() != "" {
-		set["metadata.namespace"] = m.GetNamespace()
-	}
-	return set, nil
-}
-
-// FieldLabel checks a field selector's label and value as kube does (its conversion functions
-// name the labels each kind accepts, with kube's errors).
-func FieldLabel(t *Type, label, value string) (string, string, error) {
-	return legacyscheme.Scheme.ConvertFieldLabel(t.Resource.GroupVersion().WithKind(t.Kind), label, value)
 }

@@ -12,20 +12,77 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
 // The testdata/kube-* files are kube-apiserver 1.37's answers to the same requests
 // (`kubectl create --dry-run=server -o json` against ../shared/reference/kube-reference).
 
-func deployments(t *testing.T) *Type {
+func deployments(t *testing.T) *catalog.Resource {
+	return resourceNamed(t, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"})
+}
+
+func resourceNamed(t *testing.T, gvr schema.GroupVersionResource) *catalog.Resource {
 	t.Helper()
-	for _, ty := range Types() {
-		if ty.Resource.Resource == "deployments" {
-			return &ty
+	rs, err := Resources(Deps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.GroupVersionResource() == gvr {
+			return r
 		}
 	}
-	t.Fatal("no deployments")
+	t.Fatalf("no %v", gvr)
 	return nil
+}
+
+// written is what a write through the objects pipeline answers.
+type written struct {
+	Served   []byte
+	Warnings []string
+}
+
+// create runs the pipeline's create steps on a JSON body: normalize, default, system fields,
+// kube's BeforeCreate.
+func create(t *testing.T, r *catalog.Resource, namespace string, body []byte) (*unstructured.Unstructured, written, error) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(body, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Behavior.Normalize(u); err != nil {
+		t.Fatal(err)
+	}
+	r.Behavior.Default(u)
+	u.SetNamespace(namespace)
+	u.SetUID(uuid.NewUUID())
+	u.SetCreationTimestamp(metav1.Now())
+	w, err := r.Behavior.BeforeCreate(context.Background(), u)
+	served, _ := u.MarshalJSON()
+	return u, written{Served: served, Warnings: w}, err
+}
+
+// update runs the pipeline's update steps of body over old, through subresource.
+func update(t *testing.T, r *catalog.Resource, old *unstructured.Unstructured, body []byte, subresource string) (written, error) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(body, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	r.Behavior.Default(u)
+	if subresource == "status" { // the pipeline's: the stored object with the new status
+		next := old.DeepCopy()
+		next.Object["status"] = u.Object["status"]
+		u = next
+	}
+	w, err := r.Behavior.BeforeUpdate(context.Background(), u, old, subresource)
+	served, _ := u.MarshalJSON()
+	return written{Served: served, Warnings: w}, err
 }
 
 func testdata(t *testing.T, name string) []byte {
@@ -69,11 +126,10 @@ func masked(t *testing.T, data []byte) map[string]any {
 }
 
 func TestCreateAsKube(t *testing.T) {
-	p, d := NewPipeline(), deployments(t)
-	ctx := context.Background()
+	d := deployments(t)
 
 	t.Run("the seed's Deployment, defaulted", func(t *testing.T) {
-		res, err := p.Create(ctx, d, "default", testdata(t, "deployment.json"))
+		_, res, err := create(t, d, "default", testdata(t, "deployment.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +142,7 @@ func TestCreateAsKube(t *testing.T) {
 	})
 
 	t.Run("warnings", func(t *testing.T) {
-		res, err := p.Create(ctx, d, "default", testdata(t, "deployment-warn.json"))
+		_, res, err := create(t, d, "default", testdata(t, "deployment-warn.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +156,7 @@ func TestCreateAsKube(t *testing.T) {
 	})
 
 	t.Run("Recreate with rollingUpdate is invalid", func(t *testing.T) {
-		_, err := p.Create(ctx, d, "default", testdata(t, "deployment-recreate-invalid.json"))
+		_, _, err := create(t, d, "default", testdata(t, "deployment-recreate-invalid.json"))
 		var status apierrors.APIStatus
 		if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
 			t.Fatalf("got %v", err)
@@ -118,18 +174,18 @@ func TestCreateAsKube(t *testing.T) {
 }
 
 func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
-	p, d := NewPipeline(), deployments(t)
-	ctx := context.Background()
-	created, err := p.Create(ctx, d, "default", testdata(t, "deployment.json"))
+	d := deployments(t)
+	old, created, err := create(t, d, "default", testdata(t, "deployment.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := withResourceVersion(t, created.Stored, "7")
+	old.SetResourceVersion("7")
 
 	// Through the resource: spec changes bump the generation, status is ignored.
 	body := strings.Replace(string(created.Served), `"replicas":1`, `"replicas":3`, 1)
 	body = strings.Replace(body, `"status":{}`, `"status":{"replicas":9}`, 1)
-	res, err := p.Update(ctx, d, "default", stored, []byte(body), false)
+	body = strings.Replace(body, `"namespace":"default"`, `"namespace":"default","resourceVersion":"7"`, 1)
+	res, err := update(t, d, old, []byte(body), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,32 +200,24 @@ func TestUpdateKeepsWhatTheStrategyKeeps(t *testing.T) {
 	}
 
 	// Through /status: only status changes.
-	res, err = p.Update(ctx, d, "default", stored, []byte(body), true)
+	res, err = update(t, d, old, []byte(body), "status")
 	if err != nil {
 		t.Fatal(err)
 	}
+	got.Status.Replicas = 0
 	_ = json.Unmarshal(res.Served, &got)
 	if got.Metadata.Generation != 1 || got.Spec.Replicas != 1 || got.Status.Replicas != 9 {
 		t.Errorf("status update: %+v", got)
 	}
 }
 
-func withResourceVersion(t *testing.T, stored []byte, rv string) []byte {
-	t.Helper()
-	var m map[string]any
-	_ = json.Unmarshal(stored, &m)
-	m["metadata"].(map[string]any)["resourceVersion"] = rv
-	b, _ := json.Marshal(m)
-	return b
-}
-
 func TestTableAsKube(t *testing.T) {
-	p, d := NewPipeline(), deployments(t)
-	created, err := p.Create(context.Background(), d, "default", testdata(t, "deployment.json"))
+	d := deployments(t)
+	u, _, err := create(t, d, "default", testdata(t, "deployment.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := p.Table(d, created.Stored)
+	cells, err := d.Printer.Cells(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,13 +225,13 @@ func TestTableAsKube(t *testing.T) {
 	if err := json.Unmarshal(testdata(t, "kube-table.json"), &kube); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(table.ColumnDefinitions, kube.ColumnDefinitions) {
-		t.Errorf("columns %+v\nkube's %+v", table.ColumnDefinitions, kube.ColumnDefinitions)
+	if !reflect.DeepEqual(d.Printer.Columns, kube.ColumnDefinitions) {
+		t.Errorf("columns %+v\nkube's %+v", d.Printer.Columns, kube.ColumnDefinitions)
 	}
-	if len(table.Rows) != 1 || len(kube.Rows) != 1 {
-		t.Fatalf("rows: %d, kube's %d", len(table.Rows), len(kube.Rows))
+	if len(kube.Rows) != 1 {
+		t.Fatalf("kube's rows: %d", len(kube.Rows))
 	}
-	got, _ := json.Marshal(table.Rows[0].Cells)
+	got, _ := json.Marshal(cells)
 	want, _ := json.Marshal(kube.Rows[0].Cells)
 	// The age column (index 4) depends on when each was made.
 	var g, w []any
@@ -196,19 +244,26 @@ func TestTableAsKube(t *testing.T) {
 }
 
 func TestFieldSelectors(t *testing.T) {
-	p, d := NewPipeline(), deployments(t)
-	created, err := p.Create(context.Background(), d, "default", testdata(t, "deployment.json"))
+	d := deployments(t)
+	u, _, err := create(t, d, "default", testdata(t, "deployment.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := p.Fields(d, created.Stored)
-	if err != nil || set["metadata.name"] != "nginx-deployment" || set["metadata.namespace"] != "default" {
-		t.Errorf("fields %v, %v", set, err)
+	if set := d.Behavior.SelectableFields(u); len(set) != 0 {
+		t.Errorf("deployments select on metadata only in kube; fields %v", set)
 	}
-	if _, _, err := FieldLabel(d, "metadata.name", "x"); err != nil {
+	pods := resourceNamed(t, schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	pod, _, err := create(t, pods, "default", []byte(`{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":"n1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set := pods.Behavior.SelectableFields(pod); set["spec.nodeName"] != "n1" || set["status.phase"] != "Pending" || set["spec.restartPolicy"] != "Always" {
+		t.Errorf("pod fields %v", set)
+	}
+	if _, _, err := d.FieldLabel("metadata.name", "x"); err != nil {
 		t.Errorf("metadata.name: %v", err)
 	}
-	if _, _, err := FieldLabel(d, "spec.replicas", "1"); err == nil {
+	if _, _, err := d.FieldLabel("spec.replicas", "1"); err == nil {
 		t.Errorf("spec.replicas accepted as a field selector; kube refuses it")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/storage"
 )
@@ -24,7 +25,7 @@ func NewService(t testing.TB, namespaces ...string) (*objects.Service, *catalog.
 	}
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources()...)
+	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	svc := objects.NewService(storage.NewStore(b.Client), cat)
 	nss, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	for _, name := range namespaces {

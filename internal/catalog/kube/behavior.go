@@ -1,0 +1,203 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+	kjson "sigs.k8s.io/json"
+)
+
+// behavior is catalog.Behavior for one built-in type at one served version: every hook goes
+// through the type's Go structs and kube's scheme, and create and update run kube's own
+// rest.BeforeCreate and rest.BeforeUpdate with the type's registry strategies.
+type behavior struct {
+	t        *Type
+	scheme   *runtime.Scheme
+	served   schema.GroupVersionKind
+	internal schema.GroupVersionKind
+}
+
+func newBehavior(t *Type) *behavior {
+	gv := t.Resource.GroupVersion()
+	return &behavior{
+		t:        t,
+		scheme:   t.scheme(),
+		served:   gv.WithKind(t.Kind),
+		internal: schema.GroupVersionKind{Group: t.internalGroup(), Version: runtime.APIVersionInternal, Kind: t.Kind},
+	}
+}
+
+// Normalize decodes the object strictly into its Go type, as kube's JSON serializer does:
+// unknown fields are named, values of the wrong type are an error.
+func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := b.scheme.New(b.served)
+	if err != nil {
+		return nil, err
+	}
+	strictErrs, err := kjson.UnmarshalStrict(raw, obj, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, e := range strictErrs {
+		unknown = append(unknown, e.Error())
+	}
+	return unknown, b.fromTyped(u, obj)
+}
+
+// Default defaults the object and takes it through the internal version and back, as kube's
+// decoding does before anything else sees a request's object (Secret stringData folds into
+// data there, for instance).
+func (b *behavior) Default(u *unstructured.Unstructured) {
+	internal, err := b.toInternal(u, true)
+	if err != nil {
+		return // Normalize has refused objects that do not fit the type
+	}
+	_ = b.fromInternal(u, internal)
+}
+
+// BeforeCreate runs kube's rest.BeforeCreate with the type's strategy.
+func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
+	obj, err := b.toInternal(u, false)
+	if err != nil {
+		return nil, err
+	}
+	var w warnings
+	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
+	if err := rest.BeforeCreate(b.t.main, ctx, obj); err != nil {
+		return w, err
+	}
+	return w, b.fromInternal(u, obj)
+}
+
+// BeforeUpdate runs kube's rest.BeforeUpdate with the strategy of the endpoint written to.
+func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstructured, subresource string) ([]string, error) {
+	strategy := b.t.updateStrategy(subresource)
+	if strategy == nil {
+		return nil, fmt.Errorf("%s has no %s strategy", b.t.Resource, subresource)
+	}
+	obj, err := b.toInternal(u, false)
+	if err != nil {
+		return nil, err
+	}
+	oldObj, err := b.toInternal(old, false)
+	if err != nil {
+		return nil, err
+	}
+	var w warnings
+	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
+	if err := rest.BeforeUpdate(strategy, ctx, obj, oldObj); err != nil {
+		return w, err
+	}
+	return w, b.fromInternal(u, obj)
+}
+
+// SelectableFields are kube's field-selector attributes of the object.
+func (b *behavior) SelectableFields(u *unstructured.Unstructured) fields.Set {
+	if b.t.attrs == nil {
+		return nil
+	}
+	obj, err := b.toInternal(u, false)
+	if err != nil {
+		return nil
+	}
+	_, set, err := b.t.attrs(obj)
+	if err != nil {
+		return nil
+	}
+	return set
+}
+
+// toInternal converts served content to the internal version, defaulting it first if asked.
+func (b *behavior) toInternal(u *unstructured.Unstructured, withDefaults bool) (runtime.Object, error) {
+	return toInternal(b.scheme, u, b.served, b.internal, withDefaults)
+}
+
+func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, internal schema.GroupVersionKind, withDefaults bool) (runtime.Object, error) {
+	versioned, err := scheme.New(from)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, versioned); err != nil {
+		return nil, err
+	}
+	if withDefaults {
+		scheme.Default(versioned)
+	}
+	out, err := scheme.New(internal)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(versioned, out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fromInternal replaces u's content with obj at the served version.
+func (b *behavior) fromInternal(u *unstructured.Unstructured, obj runtime.Object) error {
+	out, err := fromInternal(b.scheme, obj, b.served)
+	if err != nil {
+		return err
+	}
+	u.Object = out.Object
+	return nil
+}
+
+func fromInternal(scheme *runtime.Scheme, obj runtime.Object, to schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	versioned, err := scheme.New(to)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(obj, versioned, nil); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := typedToUnstructured(u, versioned, to); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func (b *behavior) fromTyped(u *unstructured.Unstructured, obj runtime.Object) error {
+	return typedToUnstructured(u, obj, b.served)
+}
+
+func typedToUnstructured(u *unstructured.Unstructured, obj runtime.Object, gvk schema.GroupVersionKind) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u.Object = content
+	u.SetGroupVersionKind(gvk)
+	return nil
+}
+
+// convertVersion converts an object of a type between two of its versions through the internal
+// version (kube's conversions); to's kind is the object's.
+func convertVersion(scheme *runtime.Scheme, internalGroup string, u *unstructured.Unstructured, to schema.GroupVersion) (*unstructured.Unstructured, error) {
+	from := u.GroupVersionKind()
+	if from.GroupVersion() == to {
+		return u.DeepCopy(), nil
+	}
+	internal := schema.GroupVersionKind{Group: internalGroup, Version: runtime.APIVersionInternal, Kind: from.Kind}
+	obj, err := toInternal(scheme, u, from, internal, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := meta.Accessor(obj); err != nil {
+		return nil, err
+	}
+	return fromInternal(scheme, obj, to.WithKind(from.Kind))
+}
