@@ -144,3 +144,16 @@ type Behavior interface {
 	// metadata.namespace (which every resource has).
 	SelectableFields(obj *unstructured.Unstructured) fields.Set
 }
+
+type dryRunKey struct{}
+
+// WithDryRun marks a write as a dry run for the steps that must know (admission plugins).
+func WithDryRun(ctx context.Context, dryRun bool) context.Context {
+	return context.WithValue(ctx, dryRunKey{}, dryRun)
+}
+
+// IsDryRun reports whether the write in ctx is a dry run.
+func IsDryRun(ctx context.Context) bool {
+	v, _ := ctx.Value(dryRunKey{}).(bool)
+	return v
+}

@@ -219,12 +219,18 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 		verbs []string
 	}
 	var subs []sub
-	if verbs := r.SubresourceVerbs("finalize"); verbs != nil {
+	for _, s := range r.Subresources { // a built-in type's, as kube's discovery lists them
+		subs = append(subs, sub{s.Name, metav1.GroupVersionKind{Group: s.Kind.Group, Version: s.Kind.Version, Kind: s.Kind.Kind}, s.Verbs})
+	}
+	if r.Subresources != nil {
+		// listed above
+	} else if verbs := r.SubresourceVerbs("finalize"); verbs != nil {
 		subs = append(subs, sub{"finalize", *kind, verbs})
 	}
 	status := sub{"status", *kind, r.SubresourceVerbs("status")}
 	scale := sub{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, r.SubresourceVerbs("scale")}
 	switch {
+	case r.Subresources != nil:
 	case r.CRD != nil: // the apiextensions controller lists status before scale
 		if r.HasStatus {
 			subs = append(subs, status)
@@ -244,7 +250,7 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	legacy := []metav1.APIResource{main}
 	for _, s := range subs {
 		entry := metav1.APIResource{Name: r.Name + "/" + s.name, Namespaced: r.Namespaced, Kind: s.kind.Kind, Verbs: s.verbs}
-		if s.name == "scale" { // the only subresource whose kind is from another group
+		if s.name == "scale" || (s.kind.Group != "" && s.kind.Group != r.GroupVersion.Group) { // a kind from another group (Scale, Eviction)
 			entry.Group, entry.Version = s.kind.Group, s.kind.Version
 		}
 		legacy = append(legacy, entry)

@@ -64,6 +64,7 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 		return Result{}, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
 			Reason: metav1.StatusReasonMethodNotAllowed, Message: "create not allowed while custom resource definition is terminating"}}
 	}
+	ctx = catalog.WithDryRun(ctx, opts.DryRun)
 	warnings, err := s.normalize(r, obj, opts)
 	if err != nil {
 		return Result{}, err
@@ -278,6 +279,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		namespace = ""
 	}
 	key := objectKey(r, namespace, name)
+	ctx = catalog.WithDryRun(ctx, opts.DryRun)
 	for {
 		kv, _, err := s.store.Get(ctx, key, 0)
 		if err != nil {

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	kubeuser "k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
@@ -67,6 +69,8 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 			return
 		}
 		ctx := auth.WithUser(req.Context(), user)
+		// kube's strategies and admission plugins read the user where kube-apiserver keeps it.
+		ctx = genericapirequest.WithUser(ctx, &kubeuser.DefaultInfo{Name: user.Name, Groups: user.Groups})
 		req = req.WithContext(ctx)
 		info := routing.Parse(req)
 		attrs := auth.Attributes{User: user, Path: req.URL.Path, Verb: strings.ToLower(req.Method)}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -16,8 +17,9 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 
 // kubeDeps gives kube's strategies what they consult beyond the object, read through the
 // objects service (bound late: the service needs the catalogue these deps go into).
-func kubeDeps(svc func() *objects.Service) kube.Deps {
+func kubeDeps(svc func() *objects.Service, chain func() admission.Interface) kube.Deps {
 	return kube.Deps{
+		Admission: chain,
 		Namespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
 			r, _ := svc().Catalog().Lookup(namespacesGVR)
 			u, err := svc().Get(ctx, r, "", name)

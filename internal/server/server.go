@@ -84,7 +84,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 
 	store := backend.Store(log) // refuses writes while the disk is nearly full
 	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }))...)
+	lb := &loopback{}
+	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, lb.chainOrNil))...)
 	s.objects = objects.NewService(store, cat)
 	caches := watchcache.New(runCtx, store, log)
 	s.objects.UseWatchCache(caches)
@@ -107,6 +108,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	s.listener, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
+	}
+	if err := lb.build(s.listener.Addr(), creds, runCtx.Done()); err != nil {
+		_ = s.listener.Close()
+		return fail(err)
 	}
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(creds.CA)
@@ -133,6 +138,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			log.Error("serving stopped", "err", err)
 		}
 	}()
+	if err := lb.start(runCtx); err != nil {
+		s.Shutdown(context.Background())
+		return nil, err
+	}
 	s.ready.Store(true)
 	if err := writeKubeconfig(KubeconfigPath(cfg.DataDir), s.listener.Addr(), creds); err != nil {
 		s.Shutdown(context.Background())

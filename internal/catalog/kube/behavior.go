@@ -6,12 +6,17 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
 // behavior is catalog.Behavior for one built-in type at one served version: every hook goes
@@ -75,7 +80,14 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
+	attrs := b.admissionAttributes(ctx, obj, nil, "", admission.Create, &metav1.CreateOptions{})
+	if err := b.admit(ctx, attrs); err != nil {
+		return w, err
+	}
 	if err := rest.BeforeCreate(b.t.main, ctx, obj); err != nil {
+		return w, err
+	}
+	if err := b.validate(ctx, attrs); err != nil {
 		return w, err
 	}
 	return w, b.fromInternal(u, obj)
@@ -97,7 +109,14 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
+	attrs := b.admissionAttributes(ctx, obj, oldObj, subresource, admission.Update, &metav1.UpdateOptions{})
+	if err := b.admit(ctx, attrs); err != nil {
+		return w, err
+	}
 	if err := rest.BeforeUpdate(strategy, ctx, obj, oldObj); err != nil {
+		return w, err
+	}
+	if err := b.validate(ctx, attrs); err != nil {
 		return w, err
 	}
 	return w, b.fromInternal(u, obj)
@@ -201,3 +220,35 @@ func convertVersion(scheme *runtime.Scheme, internalGroup string, u *unstructure
 	}
 	return fromInternal(scheme, obj, to.WithKind(from.Kind))
 }
+
+// admissionAttributes describe a write to the admission chain, as kube-apiserver's handlers do.
+func (b *behavior) admissionAttributes(ctx context.Context, obj, old runtime.Object, subresource string, op admission.Operation, options runtime.Object) admission.Attributes {
+	m, _ := meta.Accessor(obj)
+	userInfo, _ := genericapirequest.UserFrom(ctx)
+	return admission.NewAttributesRecord(obj, old, b.served, m.GetNamespace(), m.GetName(), b.t.Resource, subresource,
+		op, options, catalog.IsDryRun(ctx), userInfo)
+}
+
+// admit runs the chain's mutating plugins (before the strategy, as kube-apiserver does).
+func (b *behavior) admit(ctx context.Context, attrs admission.Attributes) error {
+	if b.t.admission == nil {
+		return nil
+	}
+	if m, ok := b.t.admission().(admission.MutationInterface); ok && m.Handles(attrs.GetOperation()) {
+		return m.Admit(ctx, attrs, objectInterfaces)
+	}
+	return nil
+}
+
+// validate runs the chain's validating plugins (after the strategy's validation).
+func (b *behavior) validate(ctx context.Context, attrs admission.Attributes) error {
+	if b.t.admission == nil {
+		return nil
+	}
+	if v, ok := b.t.admission().(admission.ValidationInterface); ok && v.Handles(attrs.GetOperation()) {
+		return v.Validate(ctx, attrs, objectInterfaces)
+	}
+	return nil
+}
+
+var objectInterfaces = admission.NewObjectInterfacesFromScheme(scheme())

@@ -80,6 +80,7 @@ func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*
 				if !ok {
 					continue
 				}
+				row.admission = d.Admission
 				r, err := resource(g.Group, v.Version, entry, row, tables)
 				if err != nil {
 					return nil, err

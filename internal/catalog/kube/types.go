@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -109,6 +110,8 @@ type strategies struct {
 	// sub are the update strategies of subresources that write the object (status, ...).
 	sub   map[string]rest.RESTUpdateStrategy
 	attrs attrsFunc
+	// admission is the chain of the process (nil: none).
+	admission func() admission.Interface
 	// storedAs names the resource whose objects these are, when another one (core events for
 	// events.k8s.io events, as kube's cohabitating resources).
 	storedAs *schema.GroupResource
@@ -117,6 +120,8 @@ type strategies struct {
 // Deps are what some of kube's strategies consult beyond the object: an authorizer (nil allows
 // everything, as kube's strategies take it), namespaces and a kind-to-resource resolver.
 type Deps struct {
+	// Admission is the admission chain (nil: none), run where kube-apiserver runs it.
+	Admission  func() admission.Interface
 	Authorizer authorizer.Authorizer
 	Namespace  func(ctx context.Context, name string) (*corev1.Namespace, error)
 	Resolve    func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error)
