@@ -186,7 +186,11 @@ func nextEvents(t testing.TB, events <-chan watchEvent, n int) []watchEvent {
 			}
 			got = append(got, e)
 		case <-timeout:
-			t.Fatalf("%d of %d watch events after 10s", len(got), n)
+			var seen []string
+			for _, e := range got {
+				seen = append(seen, eventLine(t, e))
+			}
+			t.Fatalf("%d of %d watch events after 10s: %q", len(got), n, seen)
 		}
 	}
 	return got
@@ -1244,8 +1248,18 @@ horizontalpodautoscalers hpa autoscaling/v2 true HorizontalPodAutoscaler
 cronjobs cj batch/v1 true CronJob
 jobs batch/v1 true Job`)
 
+	// kube-apiserver's own Service, in default.
+	wantEqual(t, "get all in default", l.must(t, "get", "all", "-n", "default", "-o", "name"), "service/kubernetes")
+
 	l.must(t, "create", "deployment", "web", "-n", ns, "--image=nginx:1.14.2")
 	l.must(t, "create", "service", "clusterip", "web", "-n", ns, "--tcp=80:80")
+	// A ClusterIP Service gets an address of the service range, a single IPv4 family.
+	ip := l.field(t, "service/web", ns, "{.spec.clusterIP}")
+	wantEqual(t, "the Service's addresses", l.field(t, "service/web", ns, "{.spec.clusterIPs} {.spec.ipFamilies} {.spec.ipFamilyPolicy}"),
+		`["`+ip+`"] ["IPv4"] SingleStack`)
+	if !ipCell.MatchString(ip) {
+		t.Errorf("clusterIP %q, want an IPv4 address", ip)
+	}
 	l.must(t, "run", "web", "-n", ns, "--image=nginx:1.14.2")
 	l.must(t, "create", "configmap", "web", "-n", ns)
 	l.must(t, "create", "secret", "generic", "web", "-n", ns)
