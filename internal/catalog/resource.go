@@ -57,6 +57,8 @@ type Resource struct {
 
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
+	// Allocator, when set, reserves what objects take from a shared pool (Services).
+	Allocator Allocator
 
 	// Printer gives the Table columns kubectl shows (kube's printers for built-in types, a CRD's
 	// additionalPrinterColumns). Nil means kube's default: Name and Created At.

@@ -104,6 +104,7 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		if err != nil {
 			return DeleteResult{}, storageError(r, name, raceError(ctx, err, false))
 		}
+		released(ctx, r, obj)
 		return DeleteResult{Object: obj, Deleted: true}, nil
 	}
 }

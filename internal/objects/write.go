@@ -92,17 +92,24 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			return Result{}, err
 		}
 		prepareCreateMeta(r, obj, s.now())
+		alloc, err := allocate(ctx, r, obj, nil, opts.DryRun)
+		if err != nil {
+			return Result{}, err
+		}
 		strategyWarnings, err := r.Behavior.BeforeCreate(ctx, obj)
 		if err != nil {
+			alloc.Finish(ctx, false)
 			return Result{}, err
 		}
 		warnings := append(warnings[:len(warnings):len(warnings)], strategyWarnings...)
 		value, err := s.toStorage(r, obj)
 		if err != nil {
+			alloc.Finish(ctx, false)
 			return Result{}, err
 		}
 		key := objectKey(r, obj.GetNamespace(), obj.GetName())
 		if opts.DryRun {
+			alloc.Finish(ctx, false)
 			if _, _, err := s.store.Get(ctx, key, 0); err == nil {
 				return Result{}, apierrors.NewAlreadyExists(qualifiedResource(r), obj.GetName())
 			}
@@ -113,6 +120,7 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			value = smaller
 			rev, err = s.store.Create(ctx, key, value)
 		}
+		alloc.Finish(ctx, err == nil)
 		if errors.Is(err, storage.ErrExists) && generated && attempt+1 < maxGenerateNameAttempts {
 			continue
 		}
@@ -298,29 +306,34 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
 		}
 		obj.SetResourceVersion(old.GetResourceVersion()) // an unconditional update applies to what it read
-		res, err := s.prepareUpdate(ctx, r, namespace, name, obj, old, opts)
+		res, alloc, err := s.prepareUpdate(ctx, r, namespace, name, obj, old, opts)
 		if err != nil {
 			return Result{}, err
 		}
 		value, err := s.toStorage(r, obj)
 		if err != nil {
+			alloc.Finish(ctx, false)
 			return Result{}, err
 		}
 		if bytes.Equal(value, kv.Value) {
 			// Nothing changed: kube-apiserver does not write, and the resourceVersion stays.
+			alloc.Finish(ctx, false)
 			return Result{Object: old, Warnings: res.Warnings}, nil
 		}
 		if opts.DryRun {
+			alloc.Finish(ctx, false)
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
 		if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && !blocksDeletion(r, obj) {
 			// The last finalizer is gone: the object's deletion completes now.
+			alloc.Finish(ctx, false)
 			if _, _, err := s.store.Delete(ctx, key, kv.ModRevision); err != nil {
 				if retryConflict(ctx, err, precondition) {
 					continue
 				}
 				return Result{}, storageError(r, name, raceError(ctx, err, precondition))
 			}
+			released(ctx, r, old)
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
 		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
@@ -328,6 +341,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			value = smaller
 			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision)
 		}
+		alloc.Finish(ctx, err == nil)
 		if retryConflict(ctx, err, precondition) {
 			continue
 		}
@@ -340,7 +354,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 }
 
 // prepareUpdate runs the update half of the pipeline on obj, given the current object old.
-func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, error) {
+func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, catalog.Allocation, error) {
 	if r.CRD == nil {
 		// kube-apiserver decodes built-in objects into Go types, where `managedFields: []` is an
 		// empty, non-nil list: the field manager takes it as a reset, as it does [{}]. (Custom
@@ -353,16 +367,16 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	}
 	warnings, err := s.normalize(r, obj, opts)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if obj.GetName() == "" {
 		obj.SetName(name)
 	}
 	if obj.GetName() != name {
-		return Result{}, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+		return Result{}, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
 	}
 	if err := setNamespace(r, obj, namespace); err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	if opts.Subresource == "status" {
 		status, hasStatus := obj.Object["status"]
@@ -380,15 +394,22 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	r.Behavior.Default(obj)
 	tracked, err := s.trackFields(r, old, obj, opts)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	*obj = *tracked
 	carryUpdateMeta(r, obj, old)
+	alloc := catalog.Allocation(catalog.NoAllocation{})
+	if opts.Subresource == "" {
+		if alloc, err = allocate(ctx, r, obj, old, opts.DryRun); err != nil {
+			return Result{}, nil, err
+		}
+	}
 	strategyWarnings, err := r.Behavior.BeforeUpdate(ctx, obj, old, opts.Subresource)
 	if err != nil {
-		return Result{}, err
+		alloc.Finish(ctx, false)
+		return Result{}, nil, err
 	}
-	return Result{Warnings: append(warnings, strategyWarnings...)}, nil
+	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, nil
 }
 
 // trackFields records the write in managedFields: the fields obj changed relative to live (nil
@@ -462,4 +483,19 @@ func internalPackage(group string) string {
 	}
 	first, _, _ := strings.Cut(group, ".")
 	return first
+}
+
+// allocate reserves what obj takes from the resource's shared pools, if it has any.
+func allocate(ctx context.Context, r *catalog.Resource, obj, old *unstructured.Unstructured, dryRun bool) (catalog.Allocation, error) {
+	if r.Allocator == nil {
+		return catalog.NoAllocation{}, nil
+	}
+	return r.Allocator.Allocate(ctx, obj, old, dryRun)
+}
+
+// released frees what a deleted object held from the resource's shared pools.
+func released(ctx context.Context, r *catalog.Resource, obj *unstructured.Unstructured) {
+	if r.Allocator != nil {
+		r.Allocator.Release(ctx, obj)
+	}
 }
