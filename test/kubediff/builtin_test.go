@@ -307,19 +307,27 @@ func (b builtin) namespace() string {
 	if !b.namespaced {
 		return ""
 	}
-	n := "kdb-" + strings.NewReplacer(".", "-", "/", "-").Replace(b.resource+"-"+b.gv)
+	return namespaceFor("kdb-", b.resource, b.gv)
+}
+
+// namespaceFor is the name of a test's namespace for a resource at a version.
+func namespaceFor(prefix, resource, gv string) string {
+	n := prefix + strings.NewReplacer(".", "-", "/", "-").Replace(resource+"-"+gv)
 	return strings.TrimRight(n[:min(len(n), 63)], "-")
 }
 
-func (b builtin) collection() string {
-	p := "/apis/" + b.gv
-	if b.gv == "v1" {
+func (b builtin) collection() string { return collectionIn(b.gv, b.resource, b.namespace()) }
+
+// collectionIn is the path of a resource's collection, in namespace ns unless ns is "".
+func collectionIn(gv, resource, ns string) string {
+	p := "/apis/" + gv
+	if gv == "v1" {
 		p = "/api/v1"
 	}
-	if b.namespaced {
-		p += "/namespaces/" + b.namespace()
+	if ns != "" {
+		p += "/namespaces/" + ns
 	}
-	return p + "/" + b.resource
+	return p + "/" + resource
 }
 
 // manifest is the object as a JSON map, with extra labels.

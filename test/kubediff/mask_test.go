@@ -101,6 +101,7 @@ func expectAndCompare(t *testing.T, r request, accept string, p pair, want int) 
 		t.Errorf("fixture: kube answered %s with %d %.600s (%v); the case expects %d", r, p.kube.code, p.kube.body, p.kube.err, want)
 	}
 	if kubeOnly {
+		t.Logf("kube: %d %s", p.kube.code, strings.Join(summarize(p.kube.body), " | "))
 		return
 	}
 	for _, pn := range p.panics {
