@@ -702,8 +702,32 @@ func TestSeedSSAHandoverToHPA(t *testing.T) {
 		// kubectl autoscale makes an autoscaling/v1 HPA; kube stores and serves it as autoscaling/v2.
 		wantEqual(t, "autoscale", l.must(t, "autoscale", "deployment", "nginx-deployment", "-n", ns, "--cpu-percent=50", "--min=1", "--max=10"),
 			"horizontalpodautoscaler.autoscaling/nginx-deployment autoscaled")
-		wantEqual(t, "hpa (v2)", l.field(t, "hpa/nginx-deployment", ns, "{.apiVersion} {.spec}"),
-			`autoscaling/v2 {"maxReplicas":10,"metrics":[{"resource":{"name":"cpu","target":{"averageUtilization":50,"type":"Utilization"}},"type":"Resource"}],"minReplicas":1,"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"nginx-deployment"}}`)
+		wantEqual(t, "hpa (v2)", masked(l.must(t, "get", "hpa/nginx-deployment", "-n", ns, "-o", "yaml")), `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  creationTimestamp: "TIME"
+  generation: 1
+  name: nginx-deployment
+  namespace: handover
+  resourceVersion: "RV"
+  uid: UID
+spec:
+  maxReplicas: 10
+  metrics:
+  - resource:
+      name: cpu
+      target:
+        averageUtilization: 50
+        type: Utilization
+    type: Resource
+  minReplicas: 1
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: nginx-deployment
+status:
+  currentMetrics: null
+  desiredReplicas: 0`)
 		wantEqual(t, "hpa (v1)", l.field(t, "horizontalpodautoscalers.v1.autoscaling/nginx-deployment", ns, "{.apiVersion} {.spec}"),
 			`autoscaling/v1 {"maxReplicas":10,"minReplicas":1,"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"nginx-deployment"},"targetCPUUtilizationPercentage":50}`)
 		l.wantManaged(t, "hpa/nginx-deployment", ns,
