@@ -13,7 +13,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/openapi/generated"
+	kubeopenapi "k8s.io/kubernetes/pkg/generated/openapi"
 )
 
 // Model names of the apimachinery types every document refers to.
@@ -78,7 +78,7 @@ func builtin(f flavour) map[string]definition {
 
 // loadBuiltin prepares the generated definitions for one flavour.
 func loadBuiltin(f flavour) map[string]definition {
-	gen := generated.GetOpenAPIDefinitions(f.ref)
+	gen := kubeopenapi.GetOpenAPIDefinitions(f.ref) // every type kube-apiserver 1.37 serves
 	out := make(map[string]definition, len(gen))
 	for name, d := range gen {
 		s := d.Schema
