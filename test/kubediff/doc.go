@@ -8,8 +8,11 @@
 //
 // The tables cover what kube-apiserver allows per verb and subresource (matrix_test.go), writes
 // to subresources of missing objects, watches with odd timeouts, lists at a future
-// resourceVersion, JSON-patch limits and strategic merge keys (requests_test.go). A recovered
-// panic in lapis's log during a case fails that case.
+// resourceVersion, JSON-patch limits and strategic merge keys (requests_test.go), an object of
+// every storable built-in kind through every verb, representation and subresource, its bodies
+// compared whole after masking (builtin_test.go, mask_test.go), and refused objects and updates
+// of the common kinds (invalid_test.go). A recovered panic in lapis's log during a case fails
+// that case. KUBEDIFF_KUBE_ONLY=1 sends the last two to kube alone, to check their fixtures.
 //
 // TestMain starts one lapis in-process and one kube-apiserver in a temporary directory, and
 // stops both at the end. kube-apiserver is built once (about 15 minutes) into
