@@ -933,7 +933,8 @@ func TestApply(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantEqual(t, "prune", applySet(), "configmap/one unchanged\nconfigmap/two pruned")
-		wantEqual(t, "left", l.must(t, "get", "configmaps,secrets", "-n", ns, "-o", "name"), "configmap/one\nsecret/demo")
+		l.waitNamespaceDefaults(t, ns)
+		wantEqual(t, "left", l.must(t, "get", "configmaps,secrets", "-n", ns, "-o", "name"), "configmap/kube-root-ca.crt\nconfigmap/one\nsecret/demo")
 		sum := sha256.Sum256([]byte("demo.applyset.Secret."))
 		id := "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
 		parent := l.getObject(t, "get", "secret/demo", "-n", ns)

@@ -62,17 +62,19 @@ func TestNamespaces(t *testing.T) {
 		l.must(t, "create", "configmap", "cm1", "-n", "doomed", "--from-literal=a=b")
 		l.must(t, "create", "secret", "generic", "s1", "-n", "doomed", "--from-literal=a=b")
 		l.mustIn(t, "apiVersion: ns.example.com/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: doomed}\nspec: {x: 1}\n", "create", "-f", "-")
+		l.waitNamespaceDefaults(t, "doomed")
 		wantEqual(t, "content", l.must(t, "get", "configmaps,secrets,gizmos", "-n", "doomed", "-o", "name"),
-			"configmap/cm1\nsecret/s1\ngizmo.ns.example.com/g1")
+			"configmap/cm1\nconfigmap/kube-root-ca.crt\nsecret/s1\ngizmo.ns.example.com/g1")
 
 		wantEqual(t, "delete", l.must(t, "delete", "ns", "doomed", "--wait=false"), `namespace "doomed" deleted`)
 		eventually(t, 20*time.Second, "namespace doomed is gone", func() (bool, string) {
 			_, errOut, err := l.kubectl("get", "ns", "doomed")
 			return err != nil && strings.Contains(errOut, `namespaces "doomed" not found`), errOut
 		})
-		// A namespace of the same name starts empty: the old content was deleted, not hidden.
+		// A namespace of the same name starts empty (but for the kube-root-ca.crt published in
+		// every namespace): the old content was deleted, not hidden.
 		l.must(t, "create", "ns", "doomed")
-		out, errOut, err := l.kubectl("get", "configmaps,secrets,gizmos", "-n", "doomed", "-o", "name")
+		out, errOut, err := l.kubectl("get", "configmaps,secrets,gizmos", "-n", "doomed", "-o", "name", "--field-selector", "metadata.name!=kube-root-ca.crt")
 		if err != nil || out != "" {
 			t.Errorf("recreated namespace is not empty: %q %q %v", out, errOut, err)
 		}

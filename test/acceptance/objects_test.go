@@ -71,6 +71,8 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 	for _, ns := range []string{"lit", "apply", "patch", "conflict", "gen", "sel", "del", "watch"} {
 		l.must(t, "create", "ns", ns)
 	}
+	// Every namespace has kube-root-ca.crt, as under kube-controller-manager: the lists below see it.
+	l.waitNamespaceDefaults(t, "sel", "del", "watch")
 
 	t.Run("create from literals and files", func(t *testing.T) {
 		file := writeFile(t, "app.properties", "a=1\nb=2\n")
@@ -220,13 +222,13 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 			resource, flag, selector, want string
 		}{
 			{"configmaps", "-l", "app=web", "configmap/back configmap/front"},
-			{"configmaps", "-l", "app!=web", "configmap/db"},
+			{"configmaps", "-l", "app!=web", "configmap/db configmap/kube-root-ca.crt"},
 			{"configmaps", "-l", "tier in (front,back)", "configmap/back configmap/front"},
-			{"configmaps", "-l", "!tier", "configmap/db"},
+			{"configmaps", "-l", "!tier", "configmap/db configmap/kube-root-ca.crt"},
 			{"configmaps", "-l", "app=web,tier=back", "configmap/back"},
 			{"configmaps", "-l", "app=nothing", ""},
 			{"configmaps", "--field-selector", "metadata.name=front", "configmap/front"},
-			{"configmaps", "--field-selector", "metadata.name!=front", "configmap/back configmap/db"},
+			{"configmaps", "--field-selector", "metadata.name!=front", "configmap/back configmap/db configmap/kube-root-ca.crt"},
 			{"configmaps", "--field-selector", "metadata.namespace=sel,metadata.name=db", "configmap/db"},
 			{"secrets", "--field-selector", "type=Opaque", "secret/opaque"},
 			{"secrets", "--field-selector", "type=kubernetes.io/dockerconfigjson", "secret/pull"},
@@ -238,7 +240,7 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 			wantEqual(t, c.resource+" "+c.flag+" "+c.selector, strings.Join(strings.Fields(out), " "), c.want)
 		}
 		wantEqual(t, "chunked list", strings.Join(strings.Fields(l.must(t, "get", "configmaps", "-n", "sel", "--chunk-size=1", "-o", "name")), " "),
-			"configmap/back configmap/db configmap/front")
+			"configmap/back configmap/db configmap/front configmap/kube-root-ca.crt")
 		wantEqual(t, "all namespaces by name", l.must(t, "get", "configmaps", "-A", "--field-selector", "metadata.name=db", "-o", "name"), "configmap/db")
 		wantEqual(t, "unsupported field", l.fails(t, "", "get", "configmaps", "-n", "sel", "--field-selector", "data.a=1"),
 			`Error from server (BadRequest): Unable to find "/v1, Resource=configmaps" that match label selector "", field selector "data.a=1": "data.a" is not a known field selector: only "metadata.name", "metadata.namespace"`)
@@ -252,12 +254,13 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 		wantEqual(t, "delete -l", l.must(t, "delete", "configmaps", "-n", "del", "-l", "group=a"),
 			"configmap \"a1\" deleted\nconfigmap \"a2\" deleted")
 		wantEqual(t, "left", strings.Join(strings.Fields(l.must(t, "get", "configmaps", "-n", "del", "-o", "name")), " "),
-			"configmap/b1 configmap/b2 configmap/c1")
+			"configmap/b1 configmap/b2 configmap/c1 configmap/kube-root-ca.crt")
 		// DELETE on the collection itself (kubectl delete --all deletes one by one).
 		l.must(t, "delete", "--raw", "/api/v1/namespaces/del/configmaps?labelSelector=group%3Db")
-		wantEqual(t, "left after deletecollection", l.must(t, "get", "configmaps", "-n", "del", "-o", "name"), "configmap/c1")
-		wantEqual(t, "delete --all", l.must(t, "delete", "configmaps", "-n", "del", "--all"), `configmap "c1" deleted`)
-		out, errOut, err := l.kubectl("get", "configmaps", "-n", "del")
+		wantEqual(t, "left after deletecollection", l.must(t, "get", "configmaps", "-n", "del", "-o", "name"), "configmap/c1\nconfigmap/kube-root-ca.crt")
+		wantEqual(t, "delete --all", l.must(t, "delete", "configmaps", "-n", "del", "--all"), "configmap \"c1\" deleted\nconfigmap \"kube-root-ca.crt\" deleted")
+		// kube-root-ca.crt is published again (as kube does); nothing else is left.
+		out, errOut, err := l.kubectl("get", "configmaps", "-n", "del", "--field-selector", "metadata.name!=kube-root-ca.crt")
 		if err != nil || out != "" || strings.TrimSpace(errOut) != "No resources found in del namespace." {
 			t.Errorf("after delete --all: %q %q %v", out, errOut, err)
 		}
@@ -298,6 +301,7 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 				t.Fatalf("no watch event within 10s, want %q", want)
 			}
 		}
+		next("ADDED kube-root-ca.crt ")
 		next("ADDED w ")
 		l.must(t, "patch", "configmap", "w", "-n", "watch", "--type=merge", "-p", `{"data":{"k":"v"}}`)
 		next("MODIFIED w v")
@@ -314,9 +318,10 @@ func TestOtherBuiltinTypes(t *testing.T) {
 	l.must(t, "create", "ns", "types")
 
 	t.Run("serviceaccounts", func(t *testing.T) {
+		l.waitNamespaceDefaults(t, "types")
 		wantEqual(t, "create", l.must(t, "create", "serviceaccount", "bot", "-n", "types"), "serviceaccount/bot created")
 		l.mustIn(t, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot, namespace: types}\nautomountServiceAccountToken: false\nsecrets: [{name: robot-token}]\n", "apply", "-f", "-")
-		wantEqual(t, "list", l.must(t, "get", "sa", "-n", "types", "-o", "name"), "serviceaccount/bot\nserviceaccount/robot")
+		wantEqual(t, "list", l.must(t, "get", "sa", "-n", "types", "-o", "name"), "serviceaccount/bot\nserviceaccount/default\nserviceaccount/robot")
 		wantEqual(t, "fields", l.must(t, "get", "sa", "robot", "-n", "types", "-o", "jsonpath={.automountServiceAccountToken} {.secrets[0].name}"),
 			"false robot-token")
 		checkServerMeta(t, l.getObject(t, "get", "sa", "bot", "-n", "types"))

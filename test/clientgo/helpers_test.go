@@ -254,7 +254,11 @@ func clientset(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 
 var nsCounter atomic.Int64
 
-// namespace creates a namespace named after the test.
+// rootCA is the ConfigMap lapis publishes in every namespace, as kube-controller-manager does.
+const rootCA = "kube-root-ca.crt"
+
+// namespace creates a namespace named after the test, and waits for its kube-root-ca.crt, so
+// that it is there before the test starts rather than appearing in the middle of it.
 func namespace(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	name := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -265,6 +269,10 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+	eventually(t, 10*time.Second, rootCA+" in "+name, func() (bool, string) {
+		_, err := cs.CoreV1().ConfigMaps(name).Get(context.Background(), rootCA, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	return name
 }
 

@@ -23,8 +23,13 @@ import (
 func TestConsistentPagedList(t *testing.T) {
 	t.Parallel()
 	c := newCMClient(t, servers.stable)
-	var snapshot []cmState
-	var names []string
+	// kube-root-ca.crt sorts first.
+	root, err := c.cs.CoreV1().ConfigMaps(c.ns).Get(c.ctx, rootCA, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := []cmState{stateOf([]*corev1.ConfigMap{root})[key(c.ns, rootCA)]}
+	names := []string{rootCA}
 	for i := range 9 {
 		cm := c.create(fmt.Sprintf("p-%d", i), nil)
 		snapshot = append(snapshot, cmState{RV: cm.ResourceVersion, Data: cm.Data, Labels: map[string]string{}})
@@ -61,8 +66,8 @@ func TestConsistentPagedList(t *testing.T) {
 		}
 		if page == 0 {
 			rv = list.ResourceVersion
-			if list.RemainingItemCount == nil || *list.RemainingItemCount != 7 {
-				t.Errorf("first page remainingItemCount %v, want 7", list.RemainingItemCount)
+			if list.RemainingItemCount == nil || *list.RemainingItemCount != 8 {
+				t.Errorf("first page remainingItemCount %v, want 8", list.RemainingItemCount)
 			}
 		} else if list.ResourceVersion != rv {
 			t.Errorf("page %d at resourceVersion %s, want the first page's %s", page, list.ResourceVersion, rv)
@@ -96,7 +101,7 @@ func TestConsistentPagedList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(now.Items) != 9 || now.Items[3].Name != "p-2a" || now.Items[4].Data["k"] != "changed" {
+	if len(now.Items) != 10 || now.Items[4].Name != "p-2a" || now.Items[5].Data["k"] != "changed" {
 		t.Errorf("concurrent changes not visible in a fresh list: %d items", len(now.Items))
 	}
 }
@@ -167,8 +172,8 @@ func TestListOptionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("continue with resourceVersion=0: %v", err)
 	}
-	if len(got.Items) != 1 || got.Items[0].Name != "e-2" || got.ResourceVersion != first.ResourceVersion || !reflect.DeepEqual(got.Items, want.Items) {
-		t.Errorf("continue with resourceVersion=0 gave %d items at %s, want e-2 at %s", len(got.Items), got.ResourceVersion, first.ResourceVersion)
+	if len(got.Items) != 2 || got.Items[0].Name != "e-2" || got.Items[1].Name != rootCA || got.ResourceVersion != first.ResourceVersion || !reflect.DeepEqual(got.Items, want.Items) {
+		t.Errorf("continue with resourceVersion=0 gave %d items at %s, want e-2 and %s at %s", len(got.Items), got.ResourceVersion, rootCA, first.ResourceVersion)
 	}
 }
 

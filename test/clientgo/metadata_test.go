@@ -82,8 +82,8 @@ func TestMetadataInformer(t *testing.T) {
 		}
 		return true, ""
 	}
-	if n := len(informer.GetStore().List()); n != 2 {
-		t.Fatalf("synced store has %d objects, want 2", n)
+	if n := len(informer.GetStore().List()); n != 3 {
+		t.Fatalf("synced store has %d objects, want 3 (with %s)", n, rootCA)
 	}
 	for _, cm := range created {
 		if ok, why := storeHas(cm); !ok {
@@ -117,10 +117,10 @@ func TestMetadataInformer(t *testing.T) {
 	mu.Lock()
 	got := append([]string(nil), events...)
 	mu.Unlock()
-	if len(got) >= 2 {
-		sort.Strings(got[:2]) // the initial adds, in the informer's order
+	if len(got) >= 3 {
+		sort.Strings(got[:3]) // the initial adds, in the informer's order
 	}
-	want := []string{"add m-1 m-1", "add m-2 m-2", "update m-1 m-1b", "add m-3 m-3", "delete m-2 m-2"}
+	want := []string{"add " + rootCA + " ", "add m-1 m-1", "add m-2 m-2", "update m-1 m-1b", "add m-3 m-3", "delete m-2 m-2"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("handlers saw %q, want %q", got, want)
 	}

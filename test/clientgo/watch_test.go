@@ -90,6 +90,7 @@ func TestWatchInitialState(t *testing.T) {
 			w := c.watch(metav1.ListOptions{ResourceVersion: rv})
 			expectCM(t, nextEvent(t, w, 5*time.Second), watch.Added, "a", a.ResourceVersion)
 			expectCM(t, nextEvent(t, w, 5*time.Second), watch.Added, "b", b.ResourceVersion)
+			expectCM(t, nextEvent(t, w, 5*time.Second), watch.Added, rootCA, "")
 			expectQuiet(t, w, quiet)
 
 			cc := c.create("c", nil)
@@ -189,7 +190,8 @@ func TestWatchTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	resp, err := httpClient.Get(servers.stable.Host + "/api/v1/namespaces/" + c.ns + "/configmaps?watch=true&timeoutSeconds=1")
+	// From the current resourceVersion: kube-root-ca.crt, already there, is not sent.
+	resp, err := httpClient.Get(servers.stable.Host + "/api/v1/namespaces/" + c.ns + "/configmaps?watch=true&timeoutSeconds=1&resourceVersion=" + c.listRV())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,21 +74,22 @@ func TestWatchListInformer(t *testing.T) {
 			}
 
 			events := first.events()
-			if len(events) < 4 {
-				t.Fatalf("watch-list stream had %d events before sync, want 3 ADDED and a BOOKMARK: %v", len(events), events)
+			if len(events) < 5 {
+				t.Fatalf("watch-list stream had %d events before sync, want 4 ADDED and a BOOKMARK: %v", len(events), events)
 			}
 			for i, name := range []string{"a", "b", "c"} {
 				expectCM(t, events[i], watch.Added, name, created[name].ResourceVersion)
 			}
-			bookmark := expectBookmark(t, events[3], map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+			expectCM(t, events[3], watch.Added, rootCA, "")
+			bookmark := expectBookmark(t, events[4], map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 			if rv := mustRV(t, bookmark); rv < maxRV {
 				t.Errorf("initial-events-end bookmark at resourceVersion %d, before the objects it follows (%d)", rv, maxRV)
 			}
 			if got := informer.LastSyncResourceVersion(); got != bookmark {
 				t.Errorf("informer synced at resourceVersion %q, want the bookmark's %q", got, bookmark)
 			}
-			if len(events) > 4 {
-				t.Errorf("unexpected events after the initial-events-end bookmark: %v", events[4:])
+			if len(events) > 5 {
+				t.Errorf("unexpected events after the initial-events-end bookmark: %v", events[5:])
 			}
 
 			// Later changes arrive on the same stream.
@@ -103,10 +104,10 @@ func TestWatchListInformer(t *testing.T) {
 			if exs := c.rec.exchanges("/namespaces/" + ns + "/configmaps"); len(exs) != 1 {
 				t.Errorf("informer made more requests:%s", describe(exs))
 			}
-			if events := first.events(); len(events) != 5 {
-				t.Errorf("stream has %d events, want 5", len(events))
+			if events := first.events(); len(events) != 6 {
+				t.Errorf("stream has %d events, want 6", len(events))
 			} else {
-				expectCM(t, events[4], watch.Added, "d", d.ResourceVersion)
+				expectCM(t, events[5], watch.Added, "d", d.ResourceVersion)
 			}
 		})
 	}
