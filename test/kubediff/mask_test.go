@@ -200,7 +200,7 @@ var (
 	maskedMetadata   = []string{"uid", "creationTimestamp", "resourceVersion", "deletionTimestamp"}
 	maskedAnywhere   = []string{"clusterIP", "clusterIPs", "nodePort", "healthCheckNodePort"}
 	maskedConditions = []string{"lastTransitionTime", "lastUpdateTime"}
-	maskedColumns    = []string{"Age", "Duration", "Last Schedule", "Last Seen", "First Seen", "Cluster-IP"}
+	maskedColumns    = []string{"Age", "Created At", "Duration", "Last Schedule", "Last Seen", "First Seen", "Cluster-IP"}
 	apiAccessVolume  = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
 	servicePorts     = regexp.MustCompile(`:\d+/`) // "80:31234/TCP" in a Service's Port(s) cell
 )
