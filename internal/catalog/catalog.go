@@ -112,6 +112,19 @@ func (c *Catalog) All() []*Resource {
 	return append(out, custom...)
 }
 
+// Stored returns the resources whose objects are stored (All without the virtual ones), for
+// what walks every object: the garbage collector, namespace deletion.
+func (c *Catalog) Stored() []*Resource {
+	all := c.All()
+	out := all[:0]
+	for _, r := range all {
+		if !r.Virtual {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Changes returns a channel that receives a value after the catalogue changes. Several changes
 // may be coalesced into one value.
 func (c *Catalog) Changes() <-chan struct{} {

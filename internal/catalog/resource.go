@@ -55,6 +55,10 @@ type Resource struct {
 	// metadata and status (kube does this for every type with a spec).
 	SpecTracksGeneration bool
 
+	// Virtual resources are not stored: handlers compute their answers (reviews, bindings,
+	// component statuses). They have no Behavior.
+	Virtual bool
+
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
 	// Allocator, when set, reserves what objects take from a shared pool (Services).

@@ -135,7 +135,7 @@ func (c *Collector) Run(ctx context.Context) {
 // the storage version when it is served.
 func (c *Collector) followable() map[schema.GroupResource]*catalog.Resource {
 	out := map[schema.GroupResource]*catalog.Resource{}
-	for _, r := range c.cat.All() {
+	for _, r := range c.cat.Stored() {
 		cur, seen := out[r.StorageGroupResource]
 		if !seen || (!isStorageVersion(cur) && isStorageVersion(r)) {
 			out[r.StorageGroupResource] = r

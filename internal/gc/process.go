@@ -326,7 +326,7 @@ func (c *Collector) resourceForKind(apiVersion, kind string) *catalog.Resource {
 	c.mu.Lock()
 	if rev := c.cat.Revision(); c.kinds == nil || rev != c.kindsRev {
 		c.kinds = map[schema.GroupKind][]*catalog.Resource{}
-		for _, r := range c.cat.All() {
+		for _, r := range c.cat.Stored() {
 			gk := r.GroupVersionKind().GroupKind()
 			c.kinds[gk] = append(c.kinds[gk], r)
 		}

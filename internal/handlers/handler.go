@@ -68,6 +68,9 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 
 // verb runs the handler of the request's verb; what it returns is the error to answer with.
 func (h *Handler) verb(rq *request) error {
+	if rq.resource.Virtual {
+		return h.virtual(rq)
+	}
 	if rq.info.Subresource == "scale" {
 		return h.scale(rq)
 	}

@@ -106,7 +106,7 @@ type remaining struct {
 func (c *Controller) deleteContent(ctx context.Context, namespace string) remaining {
 	left := remaining{byResource: map[string]int{}, finalizers: map[string]int{}}
 	seen := map[schema.GroupResource]bool{}
-	for _, r := range c.objects.Catalog().All() {
+	for _, r := range c.objects.Catalog().Stored() {
 		if !r.Namespaced || seen[r.StorageGroupResource] {
 			continue
 		}

@@ -152,6 +152,33 @@ func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
 		}
 		out = append(out, sb.subresource(object, "scale", scope+r.Kind+"Scale", scaleModel, params(true)))
 	}
+	return servedOnly(r, out)
+}
+
+// verbOfAction is the API verb of an x-kubernetes-action.
+var verbOfAction = map[string]string{"get": "get", "list": "list", "post": "create", "put": "update",
+	"patch": "patch", "delete": "delete", "deletecollection": "deletecollection"}
+
+// servedOnly keeps the operations the resource serves (a review is create-only, namespaces have
+// no deletecollection), as kube's documents have them.
+func servedOnly(r *catalog.Resource, routes []route) []route {
+	out := routes[:0]
+	for _, rt := range routes {
+		sub := ""
+		if i := strings.LastIndex(rt.path, "}/"); i >= 0 && strings.HasSuffix(rt.path[:i+1], "{name}") {
+			sub = rt.path[i+2:]
+		}
+		ops := rt.ops[:0]
+		for _, op := range rt.ops {
+			if r.Serves(sub, verbOfAction[op.action]) {
+				ops = append(ops, op)
+			}
+		}
+		if len(ops) > 0 {
+			rt.ops = ops
+			out = append(out, rt)
+		}
+	}
 	return out
 }
 

@@ -51,11 +51,16 @@ func create(t *testing.T, r *catalog.Resource, u *unstructured.Unstructured) err
 
 func TestResources(t *testing.T) {
 	byGVR := map[schema.GroupVersionResource]*catalog.Resource{}
-	for _, r := range Resources(kube.Deps{}) {
+	all := Resources(kube.Deps{})
+	for _, r := range all {
 		byGVR[r.GroupVersionResource()] = r
-		if r.Behavior == nil || r.ListKind != r.Kind+"List" || r.Singular != strings.ToLower(r.Kind) {
+		if (r.Behavior == nil) != r.Virtual || r.ListKind != r.Kind+"List" || r.Singular != strings.ToLower(r.Kind) {
 			t.Errorf("%s: incomplete description %+v", r.Name, r)
 		}
+	}
+	// Every resource and version kube-apiserver 1.37's discovery lists (autoscaling v1 and v2).
+	if len(all) != 72 || len(byGVR) != len(all) {
+		t.Errorf("%d resources (%d distinct), kube serves 72", len(all), len(byGVR))
 	}
 	crd := byGVR[schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}]
 	if crd == nil || crd.Namespaced || !crd.HasStatus || !reflect.DeepEqual(crd.ShortNames, []string{"crd", "crds"}) ||

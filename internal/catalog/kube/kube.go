@@ -76,6 +76,10 @@ func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*
 					out = append(out, r)
 					continue
 				}
+				if virtual[gr] {
+					out = append(out, virtualResource(g.Group, v.Version, entry))
+					continue
+				}
 				row, ok := rows[gr]
 				if !ok {
 					continue
@@ -165,6 +169,25 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 		}
 	}
 	return r, nil
+}
+
+// virtualResource is the catalogue entry of a resource kube serves without storing it.
+func virtualResource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery) *catalog.Resource {
+	gv := schema.GroupVersion{Group: group, Version: version}
+	r := &catalog.Resource{
+		GroupVersion:  gv,
+		Name:          entry.Resource,
+		Kind:          entry.ResponseKind.Kind,
+		ListKind:      entry.ResponseKind.Kind + "List",
+		Singular:      entry.SingularResource,
+		Namespaced:    entry.Scope == apidiscoveryv2.ScopeNamespace,
+		ShortNames:    entry.ShortNames,
+		Categories:    entry.Categories,
+		ResourceVerbs: entry.Verbs,
+		Subresources:  []catalog.Subresource{},
+		Virtual:       true,
+	}
+	return r
 }
 
 // resetFields are the fields kube's strategies say each endpoint never sets.

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
+	"k8s.io/kube-aggregator/pkg/registry/apiservice"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
@@ -228,8 +230,26 @@ func table(d Deps) map[schema.GroupResource]strategies {
 		gr("storage.k8s.io", "volumeattributesclasses"): {main: volumeattributesclass.Strategy},
 
 		gr("storagemigration.k8s.io", "storageversionmigrations"): {main: storagemigration.Strategy, sub: status(storagemigration.StatusStrategy)},
+
+		gr("apiregistration.k8s.io", "apiservices"): {main: apiservice.NewStrategy(scheme()), sub: status(apiservice.NewStatusStrategy(scheme())), attrs: apiservice.GetAttrs},
 	}
 }
+
+// virtual are the resources kube-apiserver serves without storing them: create-only reviews and
+// bindings, computed component statuses. Handlers answer them.
+var virtual = map[schema.GroupResource]bool{
+	{Resource: "bindings"}:                                                 true,
+	{Resource: "componentstatuses"}:                                        true,
+	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}:       true,
+	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:             true,
+	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"}: true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}:  true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:   true,
+	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:      true,
+}
+
+// APIService objects are kube-aggregator's; kube-apiserver's scheme knows them too.
+func init() { apiregistrationinstall.Install(legacyscheme.Scheme) }
 
 // namespaceGetter is the one call kube's resource.k8s.io strategies make of a namespace client.
 type namespaceGetter struct {
