@@ -1,0 +1,192 @@
+package allocate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"reflect"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	netutils "k8s.io/utils/net"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/objects"
+)
+
+// KubernetesServiceName is the Service in `default` through which Pods reach the API server.
+const KubernetesServiceName = "kubernetes"
+
+// endpointInterval is kube-apiserver's DefaultEndpointReconcilerInterval.
+const endpointInterval = 10 * time.Second
+
+var (
+	endpointsGVR      = schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}
+	endpointSlicesGVR = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
+)
+
+// KubernetesService keeps the `kubernetes` Service, its Endpoints and its EndpointSlice, as
+// kube-apiserver's kubernetesservice controller and lease endpoint reconciler do for a single
+// API server: the Service (first IP of the primary range, port 443 to lapis's port) is created
+// when missing and never updated; the Endpoints and EndpointSlice list lapis's address.
+type KubernetesService struct {
+	objects   *objects.Service
+	log       *slog.Logger
+	serviceIP net.IP
+	publicIP  net.IP
+	port      int
+}
+
+// NewKubernetesService is the controller for a lapis serving at addr.
+func NewKubernetesService(svc *objects.Service, cfg Config, addr net.Addr, log *slog.Logger) (*KubernetesService, error) {
+	host, portText, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, err
+	}
+	// Where lapis listens; bound to all interfaces, the host's default one (kube's
+	// --advertise-address default, which it takes for a loopback address too: lapis does not,
+	// nothing else would reach it there).
+	public := netutils.ParseIPSloppy(host)
+	if public == nil || public.IsUnspecified() {
+		if public, err = utilnet.ResolveBindAddress(public); err != nil {
+			return nil, fmt.Errorf("the kubernetes Service's endpoint address: %w", err)
+		}
+	}
+	serviceIP, err := netutils.GetIndexedIP(cfg.ClusterIPRanges[0], 1)
+	if err != nil {
+		return nil, err
+	}
+	return &KubernetesService{objects: svc, log: log, serviceIP: serviceIP, publicIP: public, port: port}, nil
+}
+
+// Run reconciles every endpointInterval until ctx ends.
+func (k *KubernetesService) Run(ctx context.Context) {
+	for {
+		wait := endpointInterval
+		if err := k.Sync(ctx); err != nil && ctx.Err() == nil {
+			k.log.Warn("syncing the kubernetes Service", "err", err)
+			wait = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Sync is one pass: the Service, then its Endpoints and EndpointSlice.
+func (k *KubernetesService) Sync(ctx context.Context) error {
+	cat := k.objects.Catalog()
+	services, ok1 := cat.Lookup(servicesGVR)
+	endpoints, ok2 := cat.Lookup(endpointsGVR)
+	slices, ok3 := cat.Lookup(endpointSlicesGVR)
+	if !ok1 || !ok2 || !ok3 {
+		return errors.New("services, endpoints or endpointslices are not served")
+	}
+	return errors.Join(k.syncService(ctx, services), k.syncEndpoints(ctx, endpoints, slices))
+}
+
+func (k *KubernetesService) syncService(ctx context.Context, r *catalog.Resource) error {
+	if _, err := k.objects.Get(ctx, r, "default", KubernetesServiceName); !apierrors.IsNotFound(err) {
+		return err
+	}
+	svc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": KubernetesServiceName, "namespace": "default",
+			"labels": map[string]any{"provider": "kubernetes", "component": "apiserver"}},
+		"spec": map[string]any{
+			"ports":           []any{map[string]any{"name": "https", "protocol": "TCP", "port": int64(443), "targetPort": int64(k.port)}},
+			"clusterIP":       k.serviceIP.String(),
+			"ipFamilyPolicy":  "SingleStack",
+			"sessionAffinity": "None",
+			"type":            "ClusterIP",
+		},
+	}}
+	_, err := k.objects.Create(ctx, r, "default", svc, objects.WriteOptions{Manager: manager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// syncEndpoints is the lease reconciler's doReconcile with lapis as the one API server, and
+// kube's EndpointsAdapter mirroring the Endpoints into the EndpointSlice.
+func (k *KubernetesService) syncEndpoints(ctx context.Context, endpoints, slices *catalog.Resource) error {
+	ports := []any{map[string]any{"name": "https", "port": int64(k.port), "protocol": "TCP"}}
+	wantEndpoints := map[string]any{
+		"labels":  map[string]any{"endpointslice.kubernetes.io/skip-mirror": "true"},
+		"subsets": []any{map[string]any{"addresses": []any{map[string]any{"ip": k.publicIP.String()}}, "ports": ports}},
+	}
+	if err := k.ensure(ctx, endpoints, "Endpoints", "v1", wantEndpoints); err != nil {
+		return err
+	}
+	addressType := "IPv4"
+	if netutils.IsIPv6(k.publicIP) {
+		addressType = "IPv6"
+	}
+	wantSlice := map[string]any{
+		"labels":      map[string]any{"kubernetes.io/service-name": KubernetesServiceName},
+		"addressType": addressType,
+		"endpoints":   []any{map[string]any{"addresses": []any{k.publicIP.String()}, "conditions": map[string]any{"ready": true}}},
+		"ports":       ports,
+	}
+	return k.ensure(ctx, slices, "EndpointSlice", "discovery.k8s.io/v1", wantSlice)
+}
+
+// ensure creates default/kubernetes of r with the top-level fields want (labels go into
+// metadata), or updates it when they differ.
+func (k *KubernetesService) ensure(ctx context.Context, r *catalog.Resource, kind, apiVersion string, want map[string]any) error {
+	current, err := k.objects.Get(ctx, r, "default", KubernetesServiceName)
+	if apierrors.IsNotFound(err) {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": KubernetesServiceName, "namespace": "default"}}}
+		apply(obj, want)
+		_, err = k.objects.Create(ctx, r, "default", obj, objects.WriteOptions{Manager: manager})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	desired := current.DeepCopy()
+	apply(desired, want)
+	if reflect.DeepEqual(desired.Object, current.Object) {
+		return nil
+	}
+	_, err = k.objects.Update(ctx, r, "default", KubernetesServiceName, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		out := live.DeepCopy()
+		apply(out, want)
+		return out, nil
+	}, objects.WriteOptions{Manager: manager})
+	return err
+}
+
+func apply(obj *unstructured.Unstructured, want map[string]any) {
+	for field, v := range want {
+		if field == "labels" {
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			for key, value := range v.(map[string]any) {
+				labels[key] = value.(string)
+			}
+			obj.SetLabels(labels)
+			continue
+		}
+		obj.Object[field] = v
+	}
+}

@@ -1,0 +1,335 @@
+/*
+Copyright 2015 The Kubernetes Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package allocate
+
+// What kube-apiserver's service REST storage does around allocation, copied from
+// k8s.io/kubernetes v1.37.2 pkg/registry/core/service/storage/storage.go (unexported there):
+// the Before/After types, normalizeClusterIPs and patchAllocatedValues (run by its BeginUpdate
+// and BeginCreate), and the read-time defaulting of ipFamilies it applies to the old object.
+// transaction.go of that package follows at the end. Only the REST receiver became a
+// families struct.
+
+import (
+	"k8s.io/apimachinery/pkg/util/sets"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	netutil "k8s.io/utils/net"
+)
+
+func otherFamily(fam api.IPFamily) api.IPFamily {
+	if fam == api.IPv4Protocol {
+		return api.IPv6Protocol
+	}
+	return api.IPv4Protocol
+}
+
+// We have a lot of functions that take a pair of "before" and "after" or
+// "oldSvc" and "newSvc" args.  Convention across the codebase is to pass them
+// as (new, old), but it's easy to screw up when they are the same type.
+//
+// These types force us to pay attention.  If the order of the arguments
+// matters, please receive them as:
+//    func something(after After, before Before) {
+//        oldSvc, newSvc := before.Service, after.Service
+//
+// If the order of arguments DOES NOT matter, please receive them as:
+//    func something(lhs, rhs *api.Service) {
+
+type Before struct {
+	*api.Service
+}
+type After struct {
+	*api.Service
+}
+
+// families is what defaultOnReadService needs of the REST storage.
+type families struct{ primaryIPFamily api.IPFamily }
+
+// defaultOnReadService defaults a single Service.
+func (r families) defaultOnReadService(service *api.Service) {
+	if service == nil {
+		return
+	}
+
+	// We might find Services that were written before ClusterIP became plural.
+	// We still want to present a consistent view of them.
+	normalizeClusterIPs(After{service}, Before{nil})
+
+	// Set ipFamilies and ipFamilyPolicy if needed.
+	r.defaultOnReadIPFamilies(service)
+
+	// We unintentionally defaulted internalTrafficPolicy when it's not needed
+	// for the ExternalName type. It's too late to change the field in storage,
+	// but we can drop the field when read.
+	defaultOnReadInternalTrafficPolicy(service)
+}
+
+func defaultOnReadInternalTrafficPolicy(service *api.Service) {
+	if service.Spec.Type == api.ServiceTypeExternalName {
+		service.Spec.InternalTrafficPolicy = nil
+	}
+}
+
+func (r families) defaultOnReadIPFamilies(service *api.Service) {
+	// ExternalName does not need this.
+	if !needsClusterIP(service) {
+		return
+	}
+
+	// If IPFamilies is set, we assume IPFamilyPolicy is also set (it should
+	// not be possible to have one and not the other), and therefore we don't
+	// need further defaulting.  Likewise, if IPFamilies is *not* set, we
+	// assume IPFamilyPolicy can't be set either.
+	if len(service.Spec.IPFamilies) > 0 {
+		return
+	}
+
+	singleStack := api.IPFamilyPolicySingleStack
+	requireDualStack := api.IPFamilyPolicyRequireDualStack
+
+	if service.Spec.ClusterIP == api.ClusterIPNone {
+		// Headless.
+		if len(service.Spec.Selector) == 0 {
+			// Headless + selectorless is a special-case.
+			//
+			// At this stage we don't know what kind of endpoints (specifically
+			// their IPFamilies) the user has assigned to this selectorless
+			// service. We assume it has dual-stack and we default it to
+			// RequireDualStack on any cluster (single- or dual-stack
+			// configured).
+			service.Spec.IPFamilyPolicy = &requireDualStack
+			service.Spec.IPFamilies = []api.IPFamily{r.primaryIPFamily, otherFamily(r.primaryIPFamily)}
+		} else {
+			// Headless + selector - default to single.
+			service.Spec.IPFamilyPolicy = &singleStack
+			service.Spec.IPFamilies = []api.IPFamily{r.primaryIPFamily}
+		}
+	} else {
+		// Headful: init ipFamilies from clusterIPs.
+		service.Spec.IPFamilies = make([]api.IPFamily, len(service.Spec.ClusterIPs))
+		for idx, ip := range service.Spec.ClusterIPs {
+			if netutil.IsIPv6String(ip) {
+				service.Spec.IPFamilies[idx] = api.IPv6Protocol
+			} else {
+				service.Spec.IPFamilies[idx] = api.IPv4Protocol
+			}
+		}
+		if len(service.Spec.IPFamilies) == 1 {
+			service.Spec.IPFamilyPolicy = &singleStack
+		} else if len(service.Spec.IPFamilies) == 2 {
+			// It shouldn't be possible to get here, but just in case.
+			service.Spec.IPFamilyPolicy = &requireDualStack
+		}
+	}
+}
+
+// normalizeClusterIPs adjust clusterIPs based on ClusterIP.  This must not
+// consider any other fields.
+func normalizeClusterIPs(after After, before Before) {
+	oldSvc, newSvc := before.Service, after.Service
+
+	// In all cases here, we don't need to over-think the inputs.  Validation
+	// will be called on the new object soon enough.  All this needs to do is
+	// try to divine what user meant with these linked fields. The below
+	// is verbosely written for clarity.
+
+	// **** IMPORTANT *****
+	// as a governing rule. User must (either)
+	// -- Use singular only (old client)
+	// -- singular and plural fields (new clients)
+
+	if oldSvc == nil {
+		// This was a create operation.
+		// User specified singular and not plural (e.g. an old client), so init
+		// plural for them.
+		if len(newSvc.Spec.ClusterIP) > 0 && len(newSvc.Spec.ClusterIPs) == 0 {
+			newSvc.Spec.ClusterIPs = []string{newSvc.Spec.ClusterIP}
+			return
+		}
+
+		// we don't init singular based on plural because
+		// new client must use both fields
+
+		// Either both were not specified (will be allocated) or both were
+		// specified (will be validated).
+		return
+	}
+
+	// This was an update operation
+
+	// ClusterIPs were cleared by an old client which was trying to patch
+	// some field and didn't provide ClusterIPs
+	if len(oldSvc.Spec.ClusterIPs) > 0 && len(newSvc.Spec.ClusterIPs) == 0 {
+		// if ClusterIP is the same, then it is an old client trying to
+		// patch service and didn't provide ClusterIPs
+		if oldSvc.Spec.ClusterIP == newSvc.Spec.ClusterIP {
+			newSvc.Spec.ClusterIPs = oldSvc.Spec.ClusterIPs
+		}
+	}
+
+	// clusterIP is not the same
+	if oldSvc.Spec.ClusterIP != newSvc.Spec.ClusterIP {
+		// this is a client trying to clear it
+		if len(oldSvc.Spec.ClusterIP) > 0 && len(newSvc.Spec.ClusterIP) == 0 {
+			// if clusterIPs are the same, then clear on their behalf
+			if sameClusterIPs(oldSvc, newSvc) {
+				newSvc.Spec.ClusterIPs = nil
+			}
+
+			// if they provided nil, then we are fine (handled by patching case above)
+			// if they changed it then validation will catch it
+		} else {
+			// ClusterIP has changed but not cleared *and* ClusterIPs are the same
+			// then we set ClusterIPs based on ClusterIP
+			if sameClusterIPs(oldSvc, newSvc) {
+				newSvc.Spec.ClusterIPs = []string{newSvc.Spec.ClusterIP}
+			}
+		}
+	}
+}
+
+// patchAllocatedValues allows clients to avoid a read-modify-write cycle while
+// preserving values that we allocated on their behalf.  For example, they
+// might create a Service without specifying the ClusterIP, in which case we
+// allocate one.  If they resubmit that same YAML, we want it to succeed.
+func patchAllocatedValues(after After, before Before) {
+	oldSvc, newSvc := before.Service, after.Service
+
+	if needsClusterIP(oldSvc) && needsClusterIP(newSvc) {
+		if newSvc.Spec.ClusterIP == "" {
+			newSvc.Spec.ClusterIP = oldSvc.Spec.ClusterIP
+		}
+		if len(newSvc.Spec.ClusterIPs) == 0 && len(oldSvc.Spec.ClusterIPs) > 0 {
+			newSvc.Spec.ClusterIPs = oldSvc.Spec.ClusterIPs
+		}
+	}
+
+	if needsNodePort(oldSvc) && needsNodePort(newSvc) {
+		nodePortsUsed := func(svc *api.Service) sets.Int32 {
+			used := sets.NewInt32()
+			for _, p := range svc.Spec.Ports {
+				if p.NodePort != 0 {
+					used.Insert(p.NodePort)
+				}
+			}
+			return used
+		}
+
+		// Build a set of all the ports in oldSvc that are also in newSvc.  We know
+		// we can't patch these values.
+		used := nodePortsUsed(oldSvc).Intersection(nodePortsUsed(newSvc))
+
+		// Map NodePorts by name.  The user may have changed other properties
+		// of the port, but we won't see that here.
+		np := map[string]int32{}
+		for i := range oldSvc.Spec.Ports {
+			p := &oldSvc.Spec.Ports[i]
+			np[p.Name] = p.NodePort
+		}
+
+		// If newSvc is missing values, try to patch them in when we know them and
+		// they haven't been used for another port.
+
+		for i := range newSvc.Spec.Ports {
+			p := &newSvc.Spec.Ports[i]
+			if p.NodePort == 0 {
+				oldVal := np[p.Name]
+				if !used.Has(oldVal) {
+					p.NodePort = oldVal
+				}
+			}
+		}
+	}
+
+	if needsHCNodePort(oldSvc) && needsHCNodePort(newSvc) {
+		if newSvc.Spec.HealthCheckNodePort == 0 {
+			newSvc.Spec.HealthCheckNodePort = oldSvc.Spec.HealthCheckNodePort
+		}
+	}
+}
+
+func needsClusterIP(svc *api.Service) bool {
+	if svc.Spec.Type == api.ServiceTypeExternalName {
+		return false
+	}
+	return true
+}
+
+func needsNodePort(svc *api.Service) bool {
+	if svc.Spec.Type == api.ServiceTypeNodePort {
+		return true
+	}
+	if svc.Spec.Type == api.ServiceTypeLoadBalancer &&
+		(svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts) {
+		return true
+	}
+	return false
+}
+
+func needsHCNodePort(svc *api.Service) bool {
+	if svc.Spec.Type != api.ServiceTypeLoadBalancer {
+		return false
+	}
+	if svc.Spec.ExternalTrafficPolicy != api.ServiceExternalTrafficPolicyLocal {
+		return false
+	}
+	return true
+}
+
+// transaction represents something that may need to be finalized on success or
+// failure of the larger transaction.
+type transaction interface {
+	// Commit tells the transaction to finalize any changes it may have
+	// pending.  This cannot fail, so errors must be handled internally.
+	Commit()
+
+	// Revert tells the transaction to abandon or undo any changes it may have
+	// pending.  This cannot fail, so errors must be handled internally.
+	Revert()
+}
+
+// metaTransaction is a collection of transactions.
+type metaTransaction []transaction
+
+func (mt metaTransaction) Commit() {
+	for _, t := range mt {
+		t.Commit()
+	}
+}
+
+func (mt metaTransaction) Revert() {
+	for _, t := range mt {
+		t.Revert()
+	}
+}
+
+// callbackTransaction is a transaction which calls arbitrary functions.
+type callbackTransaction struct {
+	commit func()
+	revert func()
+}
+
+func (cb callbackTransaction) Commit() {
+	if cb.commit != nil {
+		cb.commit()
+	}
+}
+
+func (cb callbackTransaction) Revert() {
+	if cb.revert != nil {
+		cb.revert()
+	}
+}

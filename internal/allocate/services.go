@@ -1,0 +1,105 @@
+package allocate
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+)
+
+// Services allocates what Services hold, as kube's service REST storage does around its writes.
+type Services struct {
+	alloc    Allocators
+	families families
+}
+
+var _ catalog.Allocator = (*Services)(nil)
+
+// Allocate runs kube's BeginCreate (old nil) or BeginUpdate on obj, a v1 Service.
+func (s *Services) Allocate(ctx context.Context, obj, old *unstructured.Unstructured, dryRun bool) (catalog.Allocation, error) {
+	svc, err := toInternal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var txn transaction
+	if old == nil {
+		// kube's beginCreate
+		normalizeClusterIPs(After{svc}, Before{nil})
+		txn, err = s.alloc.allocateCreate(svc, dryRun)
+	} else {
+		oldSvc, cerr := toInternal(old)
+		if cerr != nil {
+			return nil, cerr
+		}
+		// kube's beginUpdate
+		s.families.defaultOnReadService(oldSvc)
+		patchAllocatedValues(After{svc}, Before{oldSvc})
+		normalizeClusterIPs(After{svc}, Before{oldSvc})
+		txn, err = s.alloc.allocateUpdate(After{svc}, Before{oldSvc}, dryRun)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := setSpec(obj, svc); err != nil {
+		txn.Revert()
+		return nil, err
+	}
+	return allocation{txn}, nil
+}
+
+// Release frees a deleted Service's IPs and node ports (kube's afterDelete).
+func (s *Services) Release(ctx context.Context, obj *unstructured.Unstructured) {
+	svc, err := toInternal(obj)
+	if err != nil {
+		klog.ErrorS(err, "releasing a deleted Service", "service", obj.GetNamespace()+"/"+obj.GetName())
+		return
+	}
+	s.families.defaultOnReadService(svc)
+	s.alloc.releaseAllocatedResources(svc)
+}
+
+// allocation is kube's FinishFunc of BeginCreate/BeginUpdate.
+type allocation struct{ txn transaction }
+
+func (a allocation) Finish(_ context.Context, landed bool) {
+	if landed {
+		a.txn.Commit()
+	} else {
+		a.txn.Revert()
+	}
+}
+
+// toInternal converts a defaulted v1 Service to kube's internal type, where alloc.go works.
+func toInternal(u *unstructured.Unstructured) (*api.Service, error) {
+	v1 := &corev1.Service{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v1); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Service %q: %v", u.GetName(), err))
+	}
+	svc := &api.Service{}
+	if err := legacyscheme.Scheme.Convert(v1, svc, nil); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Service %q: %v", u.GetName(), err))
+	}
+	return svc, nil
+}
+
+// setSpec writes svc's spec, where allocation happened, back into u.
+func setSpec(u *unstructured.Unstructured, svc *api.Service) error {
+	v1 := &corev1.Service{}
+	if err := legacyscheme.Scheme.Convert(svc, v1, nil); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("Service %q: %v", u.GetName(), err))
+	}
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1.Spec)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("Service %q: %v", u.GetName(), err))
+	}
+	u.Object["spec"] = spec
+	return nil
+}
