@@ -32,6 +32,11 @@ type Resource struct {
 	// ReturnDeletedObject makes DELETE answer with the deleted object rather than a Status
 	// (kube does so for namespaces; custom resources answer with a Status, as other types).
 	ReturnDeletedObject bool
+	// OrphanByDefault: a delete without a propagation policy orphans the object's dependents
+	// (kube's batch/v1 Jobs); otherwise they are deleted in the background.
+	OrphanByDefault bool
+	// DeleteWarning is a warning for deletes without a propagation policy.
+	DeleteWarning string
 
 	// HasStatus and Scale describe the status and scale subresources.
 	HasStatus bool

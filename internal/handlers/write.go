@@ -108,6 +108,7 @@ func (h *Handler) delete(rq *request) error {
 	if err != nil {
 		return err
 	}
+	warnDefaultPropagation(rq, opts)
 	code := http.StatusOK
 	if !res.Deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		// kube-apiserver answers 202 when the client asked for cascading deletion the legacy way
@@ -121,6 +122,14 @@ func (h *Handler) delete(rq *request) error {
 	}
 	writeStatus(rq.w, rq.req, code, successStatus(rq, res.Object), rq.protobuf)
 	return nil
+}
+
+// warnDefaultPropagation passes on the resource's warning for deletes that leave the
+// propagation to its default (Jobs orphan their Pods), as kube's REST storage does.
+func warnDefaultPropagation(rq *request, opts metav1.DeleteOptions) {
+	if rq.resource.DeleteWarning != "" && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
+		writeWarnings(rq.w, []string{rq.resource.DeleteWarning})
+	}
 }
 
 // propagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
@@ -158,6 +167,7 @@ func (h *Handler) deleteCollection(rq *request) error {
 	if err != nil {
 		return err
 	}
+	warnDefaultPropagation(rq, opts)
 	items := make([][]byte, 0, len(deleted))
 	for _, obj := range deleted {
 		raw, err := obj.MarshalJSON()

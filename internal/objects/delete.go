@@ -23,8 +23,8 @@ type DeleteOptions struct {
 	// PropagationPolicy says what becomes of the object's dependents (the legacy orphanDependents
 	// maps onto it: true is Orphan, false Background). Nil keeps the orphan or foregroundDeletion
 	// finalizer the object may already carry, else applies the resource's default, which is
-	// Background for every resource lapis serves: the object goes now, the garbage collector
-	// deletes its dependents afterwards.
+	// Background for most resources: the object goes now, the garbage collector
+	// deletes its dependents afterwards (OrphanByDefault resources orphan them).
 	PropagationPolicy *metav1.DeletionPropagation
 }
 
@@ -70,7 +70,7 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		deleting := obj.GetDeletionTimestamp() != nil
 		changed := false
 		if appliesPropagation(r, obj) {
-			changed = setPropagationFinalizers(obj, opts.PropagationPolicy)
+			changed = setPropagationFinalizers(obj, defaultPropagation(r, obj, opts.PropagationPolicy))
 		}
 		if blocksDeletion(r, obj) {
 			if deleting && !changed {
@@ -152,10 +152,26 @@ func appliesPropagation(r *catalog.Resource, obj *unstructured.Unstructured) boo
 	return true
 }
 
+// defaultPropagation is the policy of a delete: the one asked for; without one, the
+// resource's default unless the object already carries a propagation finalizer (as kube's
+// deletionFinalizersForGarbageCollection decides).
+func defaultPropagation(r *catalog.Resource, obj *unstructured.Unstructured, policy *metav1.DeletionPropagation) *metav1.DeletionPropagation {
+	if policy != nil || !r.OrphanByDefault {
+		return policy
+	}
+	for _, f := range obj.GetFinalizers() {
+		if f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents {
+			return nil
+		}
+	}
+	orphan := metav1.DeletePropagationOrphan
+	return &orphan
+}
+
 // setPropagationFinalizers makes obj carry the orphan or foregroundDeletion finalizer policy
 // asks for, as kube-apiserver's deletionFinalizersForGarbageCollection does, and reports whether
-// the set changed. Without a policy, a finalizer already there stands; lapis serves no type
-// whose default policy is to orphan.
+// the set changed. Without a policy, a finalizer already there stands (defaultPropagation has
+// applied the resource's default).
 func setPropagationFinalizers(obj *unstructured.Unstructured, policy *metav1.DeletionPropagation) bool {
 	if policy == nil {
 		return false

@@ -140,6 +140,14 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	if r.ResourceVerbs == nil {
 		r.ResourceVerbs = []string{}
 	}
+	r.ReturnDeletedObject = row.returnsDeleted
+	r.DeleteWarning = row.deleteWarning
+	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {
+		// The policy may depend on the version asked for (batch/v1 Jobs orphan).
+		var w warnings
+		ctx := requestContext(context.Background(), t, "", "", "delete", &w)
+		r.OrphanByDefault = gc.DefaultGarbageCollectionPolicy(ctx) == rest.OrphanDependents
+	}
 	for _, s := range entry.Subresources {
 		kind := schema.GroupVersionKind{Group: s.ResponseKind.Group, Version: s.ResponseKind.Version, Kind: s.ResponseKind.Kind}
 		r.Subresources = append(r.Subresources, catalog.Subresource{Name: s.Subresource, Kind: kind, Verbs: s.Verbs})

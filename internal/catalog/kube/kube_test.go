@@ -267,3 +267,23 @@ func TestFieldSelectors(t *testing.T) {
 		t.Errorf("spec.replicas accepted as a field selector; kube refuses it")
 	}
 }
+
+// What kube's REST storage decides about deletes, per resource.
+func TestDeleteBehaviour(t *testing.T) {
+	for _, c := range []struct {
+		gvr                   schema.GroupVersionResource
+		returnsObject, orphan bool
+	}{
+		{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true, false},
+		{schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, true, false},
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, false, false},
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, false, false},
+		{schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, false, true},
+		{schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}, true, false},
+	} {
+		r := resourceNamed(t, c.gvr)
+		if r.ReturnDeletedObject != c.returnsObject || r.OrphanByDefault != c.orphan || (r.DeleteWarning != "") != c.orphan {
+			t.Errorf("%v: returns the object %v, orphans %v, warning %q", c.gvr, r.ReturnDeletedObject, r.OrphanByDefault, r.DeleteWarning)
+		}
+	}
+}

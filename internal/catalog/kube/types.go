@@ -112,6 +112,11 @@ type strategies struct {
 	// sub are the update strategies of subresources that write the object (status, ...).
 	sub   map[string]rest.RESTUpdateStrategy
 	attrs attrsFunc
+	// returnsDeleted: DELETE answers with the object, as these types' REST storage does.
+	returnsDeleted bool
+	// deleteWarning is what kube's REST storage warns of on a delete without a propagation
+	// policy (Jobs orphan their Pods by default).
+	deleteWarning string
 	// admission is the chain of the process (nil: none).
 	admission func() admission.Interface
 	// storedAs names the resource whose objects these are, when another one (core events for
@@ -157,19 +162,19 @@ func table(d Deps) map[schema.GroupResource]strategies {
 		core("endpoints"):              {main: endpoint.Strategy},
 		core("events"):                 {main: event.Strategy, attrs: event.GetAttrs},
 		core("limitranges"):            {main: limitrange.Strategy},
-		core("namespaces"):             {main: namespace.Strategy, sub: map[string]rest.RESTUpdateStrategy{"status": namespace.StatusStrategy, "finalize": namespace.FinalizeStrategy}, attrs: namespace.GetAttrs},
+		core("namespaces"):             {returnsDeleted: true, main: namespace.Strategy, sub: map[string]rest.RESTUpdateStrategy{"status": namespace.StatusStrategy, "finalize": namespace.FinalizeStrategy}, attrs: namespace.GetAttrs},
 		core("nodes"):                  {main: node.Strategy, sub: status(node.StatusStrategy), attrs: node.GetAttrs},
-		core("persistentvolumeclaims"): {main: persistentvolumeclaim.Strategy, sub: status(persistentvolumeclaim.StatusStrategy), attrs: persistentvolumeclaim.GetAttrs},
-		core("persistentvolumes"):      {main: persistentvolume.Strategy, sub: status(persistentvolume.StatusStrategy), attrs: persistentvolume.GetAttrs},
-		core("pods"): {main: pod.Strategy, sub: map[string]rest.RESTUpdateStrategy{
+		core("persistentvolumeclaims"): {returnsDeleted: true, main: persistentvolumeclaim.Strategy, sub: status(persistentvolumeclaim.StatusStrategy), attrs: persistentvolumeclaim.GetAttrs},
+		core("persistentvolumes"):      {returnsDeleted: true, main: persistentvolume.Strategy, sub: status(persistentvolume.StatusStrategy), attrs: persistentvolume.GetAttrs},
+		core("pods"): {returnsDeleted: true, main: pod.Strategy, sub: map[string]rest.RESTUpdateStrategy{
 			"status": pod.StatusStrategy, "ephemeralcontainers": pod.EphemeralContainersStrategy, "resize": pod.ResizeStrategy,
 		}, attrs: pod.GetAttrs},
-		core("podtemplates"):           {main: podtemplate.Strategy},
+		core("podtemplates"):           {returnsDeleted: true, main: podtemplate.Strategy},
 		core("replicationcontrollers"): {main: replicationcontroller.Strategy, sub: status(replicationcontroller.StatusStrategy), attrs: replicationcontroller.GetAttrs},
-		core("resourcequotas"):         {main: resourcequota.Strategy, sub: status(resourcequota.StatusStrategy)},
+		core("resourcequotas"):         {returnsDeleted: true, main: resourcequota.Strategy, sub: status(resourcequota.StatusStrategy)},
 		core("secrets"):                {main: secret.Strategy, attrs: secret.GetAttrs},
-		core("serviceaccounts"):        {main: serviceaccount.Strategy},
-		core("services"):               {main: service.Strategy, sub: status(service.StatusStrategy), attrs: service.GetAttrs},
+		core("serviceaccounts"):        {returnsDeleted: true, main: serviceaccount.Strategy},
+		core("services"):               {returnsDeleted: true, main: service.Strategy, sub: status(service.StatusStrategy), attrs: service.GetAttrs},
 
 		gr("admissionregistration.k8s.io", "mutatingadmissionpolicies"):         {main: mutatingadmissionpolicy.NewStrategy(authz, resolve)},
 		gr("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"):   {main: mutatingadmissionpolicybinding.NewStrategy(authz, nil, resolve)},
@@ -186,7 +191,7 @@ func table(d Deps) map[schema.GroupResource]strategies {
 
 		gr("autoscaling", "horizontalpodautoscalers"): {main: horizontalpodautoscaler.Strategy, sub: status(horizontalpodautoscaler.StatusStrategy)},
 		gr("batch", "cronjobs"):                       {main: cronjob.Strategy, sub: status(cronjob.StatusStrategy)},
-		gr("batch", "jobs"):                           {main: job.Strategy, sub: status(job.StatusStrategy), attrs: job.GetAttrs},
+		gr("batch", "jobs"):                           {deleteWarning: "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning", main: job.Strategy, sub: status(job.StatusStrategy), attrs: job.GetAttrs},
 
 		gr("certificates.k8s.io", "certificatesigningrequests"): {main: certificates.Strategy, sub: map[string]rest.RESTUpdateStrategy{
 			"status": certificates.StatusStrategy, "approval": certificates.ApprovalStrategy,
@@ -216,18 +221,18 @@ func table(d Deps) map[schema.GroupResource]strategies {
 		gr("rbac.authorization.k8s.io", "rolebindings"):        {main: rolebinding.Strategy},
 		gr("rbac.authorization.k8s.io", "roles"):               {main: role.Strategy},
 
-		gr("resource.k8s.io", "deviceclasses"):          {main: deviceclass.Strategy},
+		gr("resource.k8s.io", "deviceclasses"):          {returnsDeleted: true, main: deviceclass.Strategy},
 		gr("resource.k8s.io", "devicetaintrules"):       {main: devicetaintrule.Strategy, sub: status(devicetaintrule.StatusStrategy)},
-		gr("resource.k8s.io", "resourceclaims"):         {main: claims, sub: status(resourceclaim.NewStatusStrategy(claims)), attrs: resourceclaim.GetAttrs},
-		gr("resource.k8s.io", "resourceclaimtemplates"): {main: resourceclaimtemplate.NewStrategy(namespaces), attrs: resourceclaimtemplate.GetAttrs},
-		gr("resource.k8s.io", "resourceslices"):         {main: resourceslice.Strategy, attrs: resourceslice.GetAttrs},
+		gr("resource.k8s.io", "resourceclaims"):         {returnsDeleted: true, main: claims, sub: status(resourceclaim.NewStatusStrategy(claims)), attrs: resourceclaim.GetAttrs},
+		gr("resource.k8s.io", "resourceclaimtemplates"): {returnsDeleted: true, main: resourceclaimtemplate.NewStrategy(namespaces), attrs: resourceclaimtemplate.GetAttrs},
+		gr("resource.k8s.io", "resourceslices"):         {returnsDeleted: true, main: resourceslice.Strategy, attrs: resourceslice.GetAttrs},
 
-		gr("storage.k8s.io", "csidrivers"):              {main: csidriver.Strategy},
-		gr("storage.k8s.io", "csinodes"):                {main: csinode.Strategy},
+		gr("storage.k8s.io", "csidrivers"):              {returnsDeleted: true, main: csidriver.Strategy},
+		gr("storage.k8s.io", "csinodes"):                {returnsDeleted: true, main: csinode.Strategy},
 		gr("storage.k8s.io", "csistoragecapacities"):    {main: csistoragecapacity.Strategy},
-		gr("storage.k8s.io", "storageclasses"):          {main: storageclass.Strategy},
-		gr("storage.k8s.io", "volumeattachments"):       {main: volumeattachment.Strategy, sub: status(volumeattachment.StatusStrategy)},
-		gr("storage.k8s.io", "volumeattributesclasses"): {main: volumeattributesclass.Strategy},
+		gr("storage.k8s.io", "storageclasses"):          {returnsDeleted: true, main: storageclass.Strategy},
+		gr("storage.k8s.io", "volumeattachments"):       {returnsDeleted: true, main: volumeattachment.Strategy, sub: status(volumeattachment.StatusStrategy)},
+		gr("storage.k8s.io", "volumeattributesclasses"): {returnsDeleted: true, main: volumeattributesclass.Strategy},
 
 		gr("storagemigration.k8s.io", "storageversionmigrations"): {main: storagemigration.Strategy, sub: status(storagemigration.StatusStrategy)},
 
