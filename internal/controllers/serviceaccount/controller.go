@@ -110,7 +110,8 @@ func (c *Controller) sync(ctx context.Context, namespaces, accounts *catalog.Res
 		"metadata": map[string]any{"name": Name, "namespace": name},
 	}}
 	_, err = c.objects.Create(ctx, accounts, name, sa, objects.WriteOptions{Manager: manager})
-	if err == nil || apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+	// A namespace that went Terminating or away meanwhile gets nothing.
+	if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return nil
 	}
 	return err
