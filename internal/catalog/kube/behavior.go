@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	kjson "sigs.k8s.io/json"
@@ -73,7 +75,8 @@ func (b *behavior) Default(u *unstructured.Unstructured) {
 }
 
 // BeforeCreate runs kube's rest.BeforeCreate with the type's strategy.
-func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
+func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructured) (_ []string, err error) {
+	defer contain(&err)
 	obj, err := b.toInternal(u, false)
 	if err != nil {
 		return nil, err
@@ -94,7 +97,8 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 }
 
 // BeforeUpdate runs kube's rest.BeforeUpdate with the strategy of the endpoint written to.
-func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstructured, subresource string) ([]string, error) {
+func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstructured, subresource string) (_ []string, err error) {
+	defer contain(&err)
 	strategy := b.t.updateStrategy(subresource)
 	if strategy == nil {
 		return nil, fmt.Errorf("%s has no %s strategy", b.t.Resource, subresource)
@@ -224,7 +228,11 @@ func convertVersion(scheme *runtime.Scheme, internalGroup string, u *unstructure
 // admissionAttributes describe a write to the admission chain, as kube-apiserver's handlers do.
 func (b *behavior) admissionAttributes(ctx context.Context, obj, old runtime.Object, subresource string, op admission.Operation, options runtime.Object) admission.Attributes {
 	m, _ := meta.Accessor(obj)
-	userInfo, _ := genericapirequest.UserFrom(ctx)
+	userInfo, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		// A write of lapis's own (its controllers): the API server itself, as kube's loopback.
+		userInfo = serverUser
+	}
 	return admission.NewAttributesRecord(obj, old, b.served, m.GetNamespace(), m.GetName(), b.t.Resource, subresource,
 		op, options, catalog.IsDryRun(ctx), userInfo)
 }
@@ -252,3 +260,14 @@ func (b *behavior) validate(ctx context.Context, attrs admission.Attributes) err
 }
 
 var objectInterfaces = admission.NewObjectInterfacesFromScheme(scheme())
+
+// serverUser is who lapis's own writes are made as: kube-apiserver's loopback identity.
+var serverUser user.Info = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+
+// contain turns a panic in kube's strategies or admission plugins into the request's error, so
+// that one object cannot stop a controller or the server.
+func contain(err *error) {
+	if p := recover(); p != nil {
+		*err = apierrors.NewInternalError(fmt.Errorf("handling the object: %v", p))
+	}
+}

@@ -1,0 +1,37 @@
+package acceptance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lapis's own controllers write built-in objects through kube's admission plugins too, with no
+// request user: the garbage collector orphaning a Pod (PodSecurity reads the user) must neither
+// fail nor stop lapis.
+func TestControllersWriteThroughAdmission(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	l.must(t, "create", "configmap", "owner")
+	l.mustIn(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: orphan
+  ownerReferences: [%s]
+spec:
+  containers: [{name: c, image: nginx}]
+`, l.ownedBy(t, "configmap", "v1", "owner", false)), "apply", "-f", "-")
+	l.must(t, "delete", "configmap", "owner", "--cascade=orphan")
+	eventually(t, 20*time.Second, "the Pod is orphaned", func() (bool, string) {
+		out, errOut, _ := l.kubectl("get", "pod", "orphan", "-o", "jsonpath={.metadata.ownerReferences}")
+		return out == "" && errOut == "", out + errOut
+	})
+	if !l.running() {
+		t.Fatalf("lapis stopped: %v", l.exitErr())
+	}
+	// And the Pod went through kube's admission when it was created.
+	if sa := l.must(t, "get", "pod", "orphan", "-o", "jsonpath={.spec.serviceAccountName} {.spec.priority}"); strings.TrimSpace(sa) != "default 0" {
+		t.Errorf("serviceAccountName and priority: %q", sa)
+	}
+}
