@@ -53,14 +53,11 @@ func NewKubernetesService(svc *objects.Service, cfg Config, addr net.Addr, log *
 	if err != nil {
 		return nil, err
 	}
-	// Where lapis listens; bound to all interfaces, the host's default one (kube's
-	// --advertise-address default, which it takes for a loopback address too: lapis does not,
-	// nothing else would reach it there).
-	public := netutils.ParseIPSloppy(host)
-	if public == nil || public.IsUnspecified() {
-		if public, err = utilnet.ResolveBindAddress(public); err != nil {
-			return nil, fmt.Errorf("the kubernetes Service's endpoint address: %w", err)
-		}
+	// kube's --advertise-address default: the bind address, or the host's default interface
+	// when bound to all interfaces or to loopback (Endpoints refuse loopback addresses).
+	public, err := utilnet.ResolveBindAddress(netutils.ParseIPSloppy(host))
+	if err != nil {
+		return nil, fmt.Errorf("the kubernetes Service's endpoint address: %w", err)
 	}
 	serviceIP, err := netutils.GetIndexedIP(cfg.ClusterIPRanges[0], 1)
 	if err != nil {
