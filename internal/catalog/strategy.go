@@ -59,8 +59,11 @@ func (s *hookStrategy) BeforeCreate(_ context.Context, obj *unstructured.Unstruc
 }
 
 func (s *hookStrategy) BeforeUpdate(_ context.Context, obj, old *unstructured.Unstructured, subresource string) ([]string, error) {
-	if subresource == "" {
+	switch subresource {
+	case "":
 		s.PrepareForUpdate(obj, old)
+	case "status":
+		keepOnlyStatus(obj, old)
 	}
 	errs := validation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
 	errs = append(errs, validation.ValidateObjectMetaAccessor(obj, s.namespaced, s.nameRule, field.NewPath("metadata"))...)
@@ -88,4 +91,19 @@ func finalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorLis
 		}
 	}
 	return errs
+}
+
+// keepOnlyStatus is the status subresource's PrepareForUpdate for custom resources and CRDs
+// (apiextensions' status strategy): the stored object with the new status; managedFields stay
+// as field tracking recorded them.
+func keepOnlyStatus(obj, old *unstructured.Unstructured) {
+	status, hasStatus := obj.Object["status"]
+	next := old.DeepCopy()
+	delete(next.Object, "status")
+	if hasStatus {
+		next.Object["status"] = status
+	}
+	next.SetResourceVersion(obj.GetResourceVersion())
+	next.SetManagedFields(obj.GetManagedFields())
+	*obj = *next
 }

@@ -210,11 +210,13 @@ func markDeleting(r *catalog.Resource, obj *unstructured.Unstructured, now time.
 	}
 	ts := nowTime(now)
 	obj.SetDeletionTimestamp(&ts)
+	if r.StorageGroupResource == namespacesResource {
+		// kube's namespace storage marks the namespace itself, without a grace period.
+		_ = unstructured.SetNestedField(obj.Object, "Terminating", "status", "phase")
+		return
+	}
 	zero := int64(0)
 	obj.SetDeletionGracePeriodSeconds(&zero)
-	if r.StorageGroupResource == namespacesResource {
-		_ = unstructured.SetNestedField(obj.Object, "Terminating", "status", "phase")
-	}
 }
 
 // DeleteCollection deletes every object a list with opts selects, and returns what it deleted

@@ -96,13 +96,16 @@ func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
 	for k := range extra {
 		supported[k] = true
 	}
-	for _, req := range f.fields.Requirements() {
-		if r.FieldLabel != nil {
-			// kube's field-label conversion decides, with its own messages.
-			if _, _, err := r.FieldLabel(req.Field, req.Value); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
-			}
+	if r.FieldLabel != nil {
+		// kube's field-label conversion decides, with its own messages, and may rename a label
+		// to the field it stands for (an events.k8s.io event's regarding.name).
+		converted, err := f.fields.Transform(r.FieldLabel)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		f.fields = converted
+	}
+	for _, req := range f.fields.Requirements() {
 		if !supported[req.Field] {
 			if len(extra) == 0 {
 				// Types with no field-label conversion get kube's generic message.

@@ -99,7 +99,11 @@ func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespac
 	if err != nil {
 		return Result{}, err
 	}
-	out.SetManagedFields(newScale.GetManagedFields())
+	if r.CRD != nil {
+		// apiextensions answers a custom resource's Scale with its managedFields; kube's
+		// built-in scale endpoints answer without.
+		out.SetManagedFields(newScale.GetManagedFields())
+	}
 	return Result{Object: out, Warnings: res.Warnings}, nil
 }
 

@@ -42,6 +42,10 @@ type WriteOptions struct {
 	// Subresource is "status" for writes through the status subresource, "finalize" for a
 	// namespace's finalize subresource (the mutation alone decides what changes).
 	Subresource string
+	// Direct writes the mutation's result as it is, as kube's registry does where it updates
+	// storage itself (pods/binding, an eviction's DisruptionTarget condition): no strategy, no
+	// admission, no field tracking.
+	Direct bool
 }
 
 // Result is the outcome of a write.
@@ -378,20 +382,11 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	if err := setNamespace(r, obj, namespace); err != nil {
 		return Result{}, nil, err
 	}
-	if opts.Subresource == "status" {
-		status, hasStatus := obj.Object["status"]
-		next := old.DeepCopy()
-		delete(next.Object, "status")
-		if hasStatus {
-			next.Object["status"] = status
-		}
-		next.SetResourceVersion(obj.GetResourceVersion())
-		if opts.fieldsTracked {
-			next.SetManagedFields(obj.GetManagedFields()) // as the apply merge recorded them
-		}
-		*obj = *next
-	}
 	r.Behavior.Default(obj)
+	if opts.Direct {
+		carryUpdateMeta(r, obj, old)
+		return Result{Warnings: warnings}, catalog.NoAllocation{}, nil
+	}
 	tracked, err := s.trackFields(r, old, obj, opts)
 	if err != nil {
 		return Result{}, nil, err

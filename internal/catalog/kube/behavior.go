@@ -93,7 +93,7 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	if err := b.validate(ctx, attrs); err != nil {
 		return w, err
 	}
-	return w, b.fromInternal(u, obj)
+	return w, b.fromInternalDefaulted(u, obj)
 }
 
 // BeforeUpdate runs kube's rest.BeforeUpdate with the strategy of the endpoint written to.
@@ -123,7 +123,7 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	if err := b.validate(ctx, attrs); err != nil {
 		return w, err
 	}
-	return w, b.fromInternal(u, obj)
+	return w, b.fromInternalDefaulted(u, obj)
 }
 
 // SelectableFields are kube's field-selector attributes of the object.
@@ -166,6 +166,21 @@ func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, inte
 		return nil, err
 	}
 	return out, nil
+}
+
+// fromInternalDefaulted is fromInternal with the served version's defaults applied, as kube's
+// reads apply them to what it stored: a status the strategy reset reads back defaulted (a
+// PersistentVolumeClaim's phase Pending).
+func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runtime.Object) error {
+	versioned, err := b.scheme.New(b.served)
+	if err != nil {
+		return err
+	}
+	if err := b.scheme.Convert(obj, versioned, nil); err != nil {
+		return err
+	}
+	b.scheme.Default(versioned)
+	return typedToUnstructured(u, versioned, b.served)
 }
 
 // fromInternal replaces u's content with obj at the served version.

@@ -196,8 +196,8 @@ func table(d Deps) map[schema.GroupResource]strategies {
 		gr("certificates.k8s.io", "certificatesigningrequests"): {main: certificates.Strategy, sub: map[string]rest.RESTUpdateStrategy{
 			"status": certificates.StatusStrategy, "approval": certificates.ApprovalStrategy,
 		}, attrs: certificates.GetAttrs},
-		gr("certificates.k8s.io", "clustertrustbundles"):    {main: clustertrustbundle.Strategy},
-		gr("certificates.k8s.io", "podcertificaterequests"): {main: pcr, sub: status(podcertificaterequest.NewStatusStrategy(pcr, authz, nil))},
+		gr("certificates.k8s.io", "clustertrustbundles"):    {main: clustertrustbundle.Strategy, attrs: clusterTrustBundleAttrs},
+		gr("certificates.k8s.io", "podcertificaterequests"): {main: pcr, sub: status(podcertificaterequest.NewStatusStrategy(pcr, authz, nil)), attrs: podCertificateRequestAttrs},
 
 		gr("coordination.k8s.io", "leases"):               {main: lease.Strategy},
 		gr("discovery.k8s.io", "endpointslices"):          {main: endpointslice.Strategy},
