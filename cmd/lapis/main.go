@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/kubectl/pkg/cmd"
 
+	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/server"
 )
 
@@ -48,6 +49,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   lapis serve [--data-dir DIR] [--listen HOST:PORT] [--etcd-servers URL,... [--etcd-cafile F] [--etcd-certfile F] [--etcd-keyfile F]]
               [--etcd-compaction-interval D] [--embedded-etcd-listen https://HOST:PORT] [--request-timeout D]
+              [--service-cluster-ip-range CIDR[,CIDR]] [--service-node-port-range MIN-MAX]
   lapis kubectl ARGS...   run the bundled kubectl (uses DIR/kubeconfig unless KUBECONFIG or --kubeconfig is set)
   lapis version
 `)
@@ -65,6 +67,8 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication")
 	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this https URL (e.g. https://127.0.0.1:2379), for other lapis processes: only to the client certificate written to DIR/pki/etcd-client.{crt,key}")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request other than a watch may take before it is answered 504 Timeout")
+	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "CIDR (or an IPv4 and an IPv6 CIDR, comma-separated) from which Services get cluster IPs; its first IP is the kubernetes Service's")
+	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "port range (MIN-MAX, inclusive) from which NodePort and LoadBalancer Services get node ports")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/allocate"
 )
 
 // Config is what `lapis serve` is told on its command line.
@@ -29,6 +31,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// IdleTimeout closes keep-alive connections idle that long; zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// ServiceClusterIPRange and ServiceNodePortRange are kube-apiserver's flags of those names;
+	// empty means kube's defaults (allocate.DefaultClusterIPRange, allocate.DefaultNodePortRange).
+	ServiceClusterIPRange, ServiceNodePortRange string
 }
 
 // Defaults as documented for `lapis serve`.
@@ -57,6 +62,9 @@ func (c Config) validate() error {
 	}
 	if len(c.EtcdServers) == 0 && (c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != "") {
 		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile apply to --etcd-servers")
+	}
+	if _, err := allocate.ParseConfig(c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
+		return err
 	}
 	if c.RequestTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("timeouts must not be negative")

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
@@ -93,6 +94,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := ensureSystemNamespaces(ctx, s.objects); err != nil {
 		return fail(err)
 	}
+	// kube-apiserver's Service allocation, default ServiceCIDR and kubernetes Service.
+	services, _ := allocate.ParseConfig(cfg.ServiceClusterIPRange, cfg.ServiceNodePortRange) // validated
+	if _, err := allocate.Start(runCtx, s.objects, services); err != nil {
+		return fail(fmt.Errorf("service allocation: %w", err))
+	}
 	crds := crd.NewController(s.objects, log)
 	if err := crds.Start(runCtx); err != nil {
 		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
@@ -110,6 +116,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
 	}
 	if err := lb.build(s.listener.Addr(), creds, runCtx.Done()); err != nil {
+		_ = s.listener.Close()
+		return fail(err)
+	}
+	kubernetesService, err := allocate.NewKubernetesService(s.objects, services, s.listener.Addr(), log)
+	if err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}
@@ -143,6 +154,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.ready.Store(true)
+	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
 	if err := writeKubeconfig(KubeconfigPath(cfg.DataDir), s.listener.Addr(), creds); err != nil {
 		s.Shutdown(context.Background())
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
