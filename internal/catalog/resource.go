@@ -35,6 +35,9 @@ type Resource struct {
 	// OrphanByDefault: a delete without a propagation policy orphans the object's dependents
 	// (kube's batch/v1 Jobs); otherwise they are deleted in the background.
 	OrphanByDefault bool
+	// DeprecationWarning is the warning every request for this resource gets, when its kind is
+	// deprecated at this version.
+	DeprecationWarning string
 	// DeleteWarning is a warning for deletes without a propagation policy.
 	DeleteWarning string
 

@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-
-	"k8s.io/kubernetes/pkg/printers"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
@@ -97,7 +96,7 @@ func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*
 }
 
 // resource is the catalogue entry of one discovery entry, driven by row's strategies.
-func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery, row strategies, tables *printers.HumanReadableGenerator) (*catalog.Resource, error) {
+func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery, row strategies, tables rest.TableConvertor) (*catalog.Resource, error) {
 	gv := schema.GroupVersion{Group: group, Version: version}
 	storedAs := gv.WithResource(entry.Resource).GroupResource()
 	if row.storedAs != nil {
@@ -140,6 +139,7 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	if r.ResourceVerbs == nil {
 		r.ResourceVerbs = []string{}
 	}
+	r.DeprecationWarning = deprecationWarning(gv.WithKind(t.Kind))
 	r.ReturnDeletedObject = row.returnsDeleted
 	r.DeleteWarning = row.deleteWarning
 	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {
@@ -179,6 +179,23 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	return r, nil
 }
 
+// kubeMinor is the Kubernetes release whose API lapis serves, for API lifecycle checks.
+const kubeMajor, kubeMinor = 1, 37
+
+// deprecationWarning is the warning kube-apiserver adds to every request for a deprecated kind
+// at a version ("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice").
+func deprecationWarning(gvk schema.GroupVersionKind) string {
+	obj, err := scheme().New(gvk)
+	if err != nil {
+		return ""
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if !deprecation.IsDeprecated(obj, kubeMajor, kubeMinor) {
+		return ""
+	}
+	return deprecation.WarningMessage(obj)
+}
+
 // virtualResource is the catalogue entry of a resource kube serves without storing it.
 func virtualResource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery) *catalog.Resource {
 	gv := schema.GroupVersion{Group: group, Version: version}
@@ -195,6 +212,7 @@ func virtualResource(group, version string, entry *apidiscoveryv2.APIResourceDis
 		Subresources:  []catalog.Subresource{},
 		Virtual:       true,
 	}
+	r.DeprecationWarning = deprecationWarning(gv.WithKind(r.Kind))
 	return r
 }
 

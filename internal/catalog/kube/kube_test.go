@@ -287,3 +287,13 @@ func TestDeleteBehaviour(t *testing.T) {
 		}
 	}
 }
+
+func TestDeprecationWarnings(t *testing.T) {
+	endpoints := resourceNamed(t, schema.GroupVersionResource{Version: "v1", Resource: "endpoints"})
+	if want := "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"; endpoints.DeprecationWarning != want {
+		t.Errorf("endpoints: %q, kube's %q", endpoints.DeprecationWarning, want)
+	}
+	if pods := resourceNamed(t, schema.GroupVersionResource{Version: "v1", Resource: "pods"}); pods.DeprecationWarning != "" {
+		t.Errorf("pods: %q", pods.DeprecationWarning)
+	}
+}

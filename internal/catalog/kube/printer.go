@@ -1,26 +1,37 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
+	printerstorage "k8s.io/kubernetes/pkg/printers/storage"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
-// newPrinter is the type's Table as kube-apiserver prints it: kube's printers, on the object
-// converted to the internal version, with every column (kube's server-side tables are wide).
-func newPrinter(t *Type, tables *printers.HumanReadableGenerator) *catalog.Printer {
+// newPrinter is the type's Table as kube-apiserver makes it: with the type's own table
+// convertor (kube's printers, always wide, for most types), on the object converted to the
+// internal version. Nil, the default Name and Created At table, when kube has no printer for it.
+func newPrinter(t *Type, tables rest.TableConvertor) *catalog.Printer {
+	if t.defaultTable {
+		return nil
+	}
+	if t.table != nil {
+		tables = t.table
+	}
 	b := newBehavior(t)
 	empty, err := scheme().New(b.internal)
 	if err != nil {
 		return nil
 	}
-	table, err := tables.GenerateTable(empty, printers.GenerateOptions{Wide: true})
+	table, err := tables.ConvertToTable(context.Background(), empty, &metav1.TableOptions{})
 	if err != nil || len(table.ColumnDefinitions) == 0 {
-		return nil // no printer of kube's: the default table
+		return nil
 	}
 	return &catalog.Printer{
 		Columns: table.ColumnDefinitions,
@@ -29,7 +40,7 @@ func newPrinter(t *Type, tables *printers.HumanReadableGenerator) *catalog.Print
 			if err != nil {
 				return nil, err
 			}
-			table, err := tables.GenerateTable(obj, printers.GenerateOptions{Wide: true, NoHeaders: true})
+			table, err := tables.ConvertToTable(context.Background(), obj, &metav1.TableOptions{NoHeaders: true})
 			if err != nil {
 				return nil, err
 			}
@@ -41,7 +52,8 @@ func newPrinter(t *Type, tables *printers.HumanReadableGenerator) *catalog.Print
 	}
 }
 
-// newTables is kube's Table generator with the printers of every built-in type.
-func newTables() *printers.HumanReadableGenerator {
-	return printers.NewTableGenerator().With(printersinternal.AddHandlers)
+// newTables is kube's Table convertor with the printers of every built-in type, as its REST
+// storage uses it (server-side tables are wide).
+func newTables() rest.TableConvertor {
+	return printerstorage.TableConvertor{TableGenerator: printers.NewTableGenerator().With(printersinternal.AddHandlers)}
 }

@@ -15,6 +15,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	"k8s.io/kube-aggregator/pkg/registry/apiservice"
+	apiserviceetcd "k8s.io/kube-aggregator/pkg/registry/apiservice/etcd"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
@@ -112,6 +113,10 @@ type strategies struct {
 	// sub are the update strategies of subresources that write the object (status, ...).
 	sub   map[string]rest.RESTUpdateStrategy
 	attrs attrsFunc
+	// defaultTable: kube's REST storage answers Tables with the default columns (Name, Created
+	// At), not a printer; table, when set, is the type's own convertor.
+	defaultTable bool
+	table        rest.TableConvertor
 	// returnsDeleted: DELETE answers with the object, as these types' REST storage does.
 	returnsDeleted bool
 	// deleteWarning is what kube's REST storage warns of on a delete without a propagation
@@ -161,7 +166,7 @@ func table(d Deps) map[schema.GroupResource]strategies {
 		core("configmaps"):             {main: configmap.Strategy, attrs: configmap.GetAttrs},
 		core("endpoints"):              {main: endpoint.Strategy},
 		core("events"):                 {main: event.Strategy, attrs: event.GetAttrs},
-		core("limitranges"):            {main: limitrange.Strategy},
+		core("limitranges"):            {defaultTable: true, main: limitrange.Strategy},
 		core("namespaces"):             {returnsDeleted: true, main: namespace.Strategy, sub: map[string]rest.RESTUpdateStrategy{"status": namespace.StatusStrategy, "finalize": namespace.FinalizeStrategy}, attrs: namespace.GetAttrs},
 		core("nodes"):                  {main: node.Strategy, sub: status(node.StatusStrategy), attrs: node.GetAttrs},
 		core("persistentvolumeclaims"): {returnsDeleted: true, main: persistentvolumeclaim.Strategy, sub: status(persistentvolumeclaim.StatusStrategy), attrs: persistentvolumeclaim.GetAttrs},
@@ -217,9 +222,9 @@ func table(d Deps) map[schema.GroupResource]strategies {
 		gr("scheduling.k8s.io", "priorityclasses"): {main: priorityclass.Strategy},
 
 		gr("rbac.authorization.k8s.io", "clusterrolebindings"): {main: clusterrolebinding.Strategy},
-		gr("rbac.authorization.k8s.io", "clusterroles"):        {main: clusterrole.Strategy},
+		gr("rbac.authorization.k8s.io", "clusterroles"):        {defaultTable: true, main: clusterrole.Strategy},
 		gr("rbac.authorization.k8s.io", "rolebindings"):        {main: rolebinding.Strategy},
-		gr("rbac.authorization.k8s.io", "roles"):               {main: role.Strategy},
+		gr("rbac.authorization.k8s.io", "roles"):               {defaultTable: true, main: role.Strategy},
 
 		gr("resource.k8s.io", "deviceclasses"):          {returnsDeleted: true, main: deviceclass.Strategy},
 		gr("resource.k8s.io", "devicetaintrules"):       {main: devicetaintrule.Strategy, sub: status(devicetaintrule.StatusStrategy)},
@@ -229,14 +234,14 @@ func table(d Deps) map[schema.GroupResource]strategies {
 
 		gr("storage.k8s.io", "csidrivers"):              {returnsDeleted: true, main: csidriver.Strategy},
 		gr("storage.k8s.io", "csinodes"):                {returnsDeleted: true, main: csinode.Strategy},
-		gr("storage.k8s.io", "csistoragecapacities"):    {main: csistoragecapacity.Strategy},
+		gr("storage.k8s.io", "csistoragecapacities"):    {defaultTable: true, main: csistoragecapacity.Strategy},
 		gr("storage.k8s.io", "storageclasses"):          {returnsDeleted: true, main: storageclass.Strategy},
 		gr("storage.k8s.io", "volumeattachments"):       {returnsDeleted: true, main: volumeattachment.Strategy, sub: status(volumeattachment.StatusStrategy)},
 		gr("storage.k8s.io", "volumeattributesclasses"): {returnsDeleted: true, main: volumeattributesclass.Strategy},
 
 		gr("storagemigration.k8s.io", "storageversionmigrations"): {main: storagemigration.Strategy, sub: status(storagemigration.StatusStrategy)},
 
-		gr("apiregistration.k8s.io", "apiservices"): {main: apiservice.NewStrategy(scheme()), sub: status(apiservice.NewStatusStrategy(scheme())), attrs: apiservice.GetAttrs},
+		gr("apiregistration.k8s.io", "apiservices"): {table: &apiserviceetcd.REST{}, main: apiservice.NewStrategy(scheme()), sub: status(apiservice.NewStatusStrategy(scheme())), attrs: apiservice.GetAttrs},
 	}
 }
 
