@@ -35,6 +35,11 @@ type Resource struct {
 	// OrphanByDefault: a delete without a propagation policy orphans the object's dependents
 	// (kube's batch/v1 Jobs); otherwise they are deleted in the background.
 	OrphanByDefault bool
+	// GracefulDelete, for types kube deletes gracefully (Pods), is kube's rest.BeforeDelete: it
+	// may mark obj with a deletionTimestamp and grace period (graceful: the marked object is
+	// written first, and deleted now only when the period is 0) or find that a graceful
+	// deletion is already under way (pending). grace is the request's gracePeriodSeconds.
+	GracefulDelete func(ctx context.Context, obj *unstructured.Unstructured, grace *int64) (graceful, pending bool, err error)
 	// DeprecationWarning is the warning every request for this resource gets, when its kind is
 	// deprecated at this version.
 	DeprecationWarning string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,8 @@ type DeleteOptions struct {
 	// Background for most resources: the object goes now, the garbage collector
 	// deletes its dependents afterwards (OrphanByDefault resources orphan them).
 	PropagationPolicy *metav1.DeletionPropagation
+	// GracePeriodSeconds is the request's grace period, for types deleted gracefully (Pods).
+	GracePeriodSeconds *int64
 }
 
 var crdsResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
@@ -67,10 +70,29 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		if err := checkPreconditions(r, obj, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
 		}
-		deleting := obj.GetDeletionTimestamp() != nil
-		changed := false
+		graceful := false
+		if r.GracefulDelete != nil {
+			var pending bool
+			if graceful, pending, err = r.GracefulDelete(ctx, obj, opts.GracePeriodSeconds); err != nil {
+				return DeleteResult{}, err
+			}
+			if pending {
+				return DeleteResult{Object: obj}, nil // a graceful deletion is under way
+			}
+		}
+		deleting := obj.GetDeletionTimestamp() != nil && !graceful
+		changed := graceful
 		if appliesPropagation(r, obj) {
-			changed = setPropagationFinalizers(obj, defaultPropagation(r, obj, opts.PropagationPolicy))
+			changed = setPropagationFinalizers(obj, defaultPropagation(r, obj, opts.PropagationPolicy)) || changed
+		}
+		if gracePeriod := obj.GetDeletionGracePeriodSeconds(); graceful && (blocksDeletion(r, obj) || (gracePeriod != nil && *gracePeriod > 0)) {
+			// Marked for a graceful deletion (a Pod on a node): what ends it is someone's
+			// delete with no grace period left (a kubelet's), or the last finalizer.
+			res, err := s.writeDeleting(ctx, r, key, kv, obj, opts)
+			if errors.Is(err, errRetryDelete) {
+				continue
+			}
+			return res, err
 		}
 		if blocksDeletion(r, obj) {
 			if deleting && !changed {
@@ -97,6 +119,17 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		if opts.DryRun {
 			return DeleteResult{Object: obj, Deleted: true}, nil
 		}
+		if graceful {
+			// kube writes the marked object before it deletes it: watchers see both.
+			res, err := s.writeDeleting(ctx, r, key, kv, obj, opts)
+			if errors.Is(err, errRetryDelete) {
+				continue
+			}
+			if err != nil {
+				return res, err
+			}
+			kv.ModRevision, _ = strconv.ParseInt(res.Object.GetResourceVersion(), 10, 64)
+		}
 		_, _, err = s.store.Delete(ctx, key, kv.ModRevision)
 		if retryConflict(ctx, err, false) {
 			continue
@@ -107,6 +140,30 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		released(ctx, r, obj)
 		return DeleteResult{Object: obj, Deleted: true}, nil
 	}
+}
+
+// errRetryDelete is writeDeleting's answer when the object changed under it.
+var errRetryDelete = errors.New("the object changed; delete again")
+
+// writeDeleting stores obj marked for deletion over kv, returning it with its new
+// resourceVersion; errRetryDelete when another write came first.
+func (s *Service) writeDeleting(ctx context.Context, r *catalog.Resource, key string, kv storage.KeyValue, obj *unstructured.Unstructured, opts DeleteOptions) (DeleteResult, error) {
+	if opts.DryRun {
+		return DeleteResult{Object: obj}, nil
+	}
+	value, err := s.toStorage(r, obj)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
+	if retryConflict(ctx, err, false) {
+		return DeleteResult{}, errRetryDelete
+	}
+	if err != nil {
+		return DeleteResult{}, storageError(r, obj.GetName(), raceError(ctx, err, false))
+	}
+	obj.SetResourceVersion(revisionString(rev))
+	return DeleteResult{Object: obj}, nil
 }
 
 // unreadable stands for a stored object that cannot be decoded: its identity alone.

@@ -126,6 +126,26 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	return w, b.fromInternalDefaulted(u, obj)
 }
 
+// gracefulDelete is kube's rest.BeforeDelete for types deleted gracefully.
+func (b *behavior) gracefulDelete(ctx context.Context, u *unstructured.Unstructured, grace *int64) (graceful, pending bool, err error) {
+	defer contain(&err)
+	strategy, ok := b.t.main.(rest.RESTDeleteStrategy)
+	if !ok {
+		return false, false, nil
+	}
+	obj, err := b.toInternal(u, false)
+	if err != nil {
+		return false, false, err
+	}
+	var w warnings
+	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "delete", &w)
+	graceful, pending, err = rest.BeforeDelete(strategy, ctx, obj, &metav1.DeleteOptions{GracePeriodSeconds: grace})
+	if err != nil || !graceful {
+		return graceful, pending, err
+	}
+	return graceful, pending, b.fromInternal(u, obj)
+}
+
 // SelectableFields are kube's field-selector attributes of the object.
 func (b *behavior) SelectableFields(u *unstructured.Unstructured) fields.Set {
 	if b.t.attrs == nil {

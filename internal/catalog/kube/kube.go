@@ -140,6 +140,9 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 		r.ResourceVerbs = []string{}
 	}
 	r.DeprecationWarning = deprecationWarning(gv.WithKind(t.Kind))
+	if _, ok := row.main.(rest.RESTGracefulDeleteStrategy); ok {
+		r.GracefulDelete = b.gracefulDelete
+	}
 	r.ReturnDeletedObject = row.returnsDeleted
 	r.DeleteWarning = row.deleteWarning
 	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {
