@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregatorapply "k8s.io/kube-aggregator/pkg/client/applyconfiguration"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -22,7 +24,8 @@ import (
 type Managers struct {
 	builtinTypes    managedfields.TypeConverter
 	extensionsTypes managedfields.TypeConverter
-	typed           *runtime.Scheme // knows the Go types of built-in kinds
+	aggregatorTypes managedfields.TypeConverter // apiregistration.k8s.io (APIServices)
+	typed           *runtime.Scheme             // knows the Go types of built-in kinds
 
 	mu    sync.Mutex
 	cache map[key]*managedfields.FieldManager
@@ -37,12 +40,16 @@ type key struct {
 func NewManagers() *Managers {
 	extensions := runtime.NewScheme()
 	_ = apiextensionsv1.AddToScheme(extensions)
+	aggregator := runtime.NewScheme()
+	_ = apiregistrationv1.AddToScheme(aggregator)
 	typed := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(typed)
 	_ = apiextensionsv1.AddToScheme(typed)
+	_ = apiregistrationv1.AddToScheme(typed)
 	return &Managers{
 		builtinTypes:    applyconfigurations.NewTypeConverter(clientgoscheme.Scheme),
 		extensionsTypes: apiextensionsapply.NewTypeConverter(extensions),
+		aggregatorTypes: aggregatorapply.NewTypeConverter(aggregator),
 		typed:           typed,
 		cache:           map[key]*managedfields.FieldManager{},
 	}
@@ -113,17 +120,25 @@ func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfield
 	hub := r.GroupVersion
 	reset := resetFields(r, subresource)
 	if r.CRD == nil {
-		types := m.builtinTypes
-		if r.GroupVersion.Group == apiextensionsv1.GroupName {
-			types = m.extensionsTypes
-		}
-		return managedfields.NewDefaultFieldManager(types, objects, objects, objects, gvk, hub, subresource, reset)
+		return managedfields.NewDefaultFieldManager(m.builtinTypesOf(r), objects, objects, objects, gvk, hub, subresource, reset)
 	}
 	types, err := customTypes(r)
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", r.GroupVersionResource(), err)
 	}
 	return managedfields.NewDefaultCRDFieldManager(types, objects, objects, objects, gvk, hub, subresource, reset)
+}
+
+// builtinTypesOf is the type converter of a built-in resource: client-go's schemas, or those of
+// the apiextensions and kube-aggregator modules for their groups.
+func (m *Managers) builtinTypesOf(r *catalog.Resource) managedfields.TypeConverter {
+	switch r.GroupVersion.Group {
+	case apiextensionsv1.GroupName:
+		return m.extensionsTypes
+	case apiregistrationv1.GroupName:
+		return m.aggregatorTypes
+	}
+	return m.builtinTypes
 }
 
 // customTypes builds the type converter of a custom resource from its OpenAPI schema; without
@@ -154,12 +169,9 @@ func customTypes(r *catalog.Resource) (managedfields.TypeConverter, error) {
 // fit the resource's schema. The message is kube-apiserver's.
 func (m *Managers) CheckApplied(r *catalog.Resource, config *unstructured.Unstructured) error {
 	var types managedfields.TypeConverter
-	switch {
-	case r.CRD == nil && r.GroupVersion.Group == apiextensionsv1.GroupName:
-		types = m.extensionsTypes
-	case r.CRD == nil:
-		types = m.builtinTypes
-	default:
+	if r.CRD == nil {
+		types = m.builtinTypesOf(r)
+	} else {
 		var err error
 		if types, err = customTypes(r); err != nil {
 			return err
