@@ -22,6 +22,8 @@ type Handler struct {
 	// typed knows the Go types of built-in kinds, which strategic merge patch needs.
 	typed    *runtime.Scheme
 	protobuf runtime.Serializer
+	// computed serves what kube-apiserver answers without storing (virtual.go).
+	computed *computed
 }
 
 // New returns a Handler over svc.
@@ -29,7 +31,9 @@ func New(svc *objects.Service) *Handler {
 	typed := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(typed)
 	_ = apiextensionsv1.AddToScheme(typed)
-	return &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed)}
+	h := &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed)}
+	h.computed = newComputed(h)
+	return h
 }
 
 // Serve answers a resource request described by info.
@@ -73,6 +77,9 @@ func (h *Handler) verb(rq *request) error {
 	}
 	if rq.info.Subresource == "scale" {
 		return h.scale(rq)
+	}
+	if served, err := h.subresource(rq); served {
+		return err
 	}
 	switch rq.info.Verb {
 	case "get":

@@ -64,8 +64,8 @@ func Parse(r *http.Request) RequestInfo {
 	if len(parts) >= 3 {
 		info.Subresource = parts[2]
 	}
-	if len(parts) > 3 {
-		info.IsResource = false // deeper paths (proxy and the like) are not served
+	if len(parts) > 3 && info.Subresource != "proxy" {
+		info.IsResource = false // deeper paths are served only under proxy (the proxied path)
 		return info
 	}
 	info.Verb = verbFor(r, info.Name, legacyWatch)

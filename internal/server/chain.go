@@ -36,7 +36,7 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 	var authz auth.Authorizer = auth.AllowAuthenticated{}
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
-	verbs := handlers.New(s.objects)
+	verbs := handlers.New(s.objects).WithAuth(authn, authz)
 	health := newHealth(s.objects.Store(), s.ready.Load)
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)

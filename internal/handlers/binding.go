@@ -1,0 +1,144 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/registry/rest"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/core/validation"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/objects"
+)
+
+var (
+	podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	podsGR       = schema.GroupResource{Resource: "pods"}
+	coreV1       = []schema.GroupVersion{{Version: "v1"}}
+)
+
+// binding binds a Pod to a node: POST bindings (the name is the Binding's) and POST
+// pods/{name}/binding, as kube's BindingREST and LegacyBindingREST: 201 and a success Status.
+func (h *Handler) binding(rq *request) error {
+	if rq.info.Verb != "create" {
+		return methodNotAllowed(rq.resource, rq.info.Verb)
+	}
+	opts, err := createOptions(rq.req)
+	if err != nil {
+		return err
+	}
+	obj, warnings, err := h.decodeInternal(rq, "Binding", coreV1, opts.FieldValidation)
+	if err != nil {
+		return err
+	}
+	writeWarnings(rq.w, warnings)
+	binding := obj.(*api.Binding)
+	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rq.info.Namespace, binding); err != nil {
+		return err
+	}
+	name := rq.info.Name
+	if rq.info.Subresource == "" {
+		name = binding.Name // LegacyBindingREST binds the Pod the Binding names
+	}
+	if name != binding.Name {
+		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
+	}
+	if errs := validation.ValidatePodBinding(binding); len(errs) != 0 {
+		// kube answers 500 with this message; bad input is a 400 here.
+		return apierrors.NewBadRequest(errs.ToAggregate().Error())
+	}
+	pods, ok := h.objects.Catalog().Lookup(podsResource)
+	if !ok {
+		return errNoRoute
+	}
+	_, err = h.objects.Update(kubeContext(rq), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
+		objects.WriteOptions{DryRun: isDryRun(opts.DryRun), Direct: true})
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return err
+		}
+		if _, ok := err.(apierrors.APIStatus); !ok {
+			// kube's assignPod: what is not an API error is a conflict of the binding.
+			return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, binding.Name, err)
+		}
+		return err
+	}
+	return h.writeComputed(rq, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess}, schema.GroupVersion{Version: "v1"})
+}
+
+// assignPod is kube's setPodNodeAndMetadata (pkg/registry/core/pod/storage): the Pod gets the
+// node if it has none, the Binding's annotations (and labels, with PodTopologyLabelsAdmission)
+// and the PodScheduled condition. Its errors are plain, as kube's, except the preconditions.
+func assignPod(pods *catalog.Resource, binding *api.Binding) objects.Mutation {
+	return func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if err := checkPreconditions(current, binding.UID, binding.ResourceVersion); err != nil {
+			return nil, err
+		}
+		internal, err := toInternal(current)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		pod := internal.(*api.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name)
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName)
+		}
+		if len(pod.Spec.SchedulingGates) != 0 {
+			return nil, fmt.Errorf("pod %v has non-empty .spec.schedulingGates", pod.Name)
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		if utilfeature.DefaultFeatureGate.Enabled(kubefeatures.ClearingNominatedNodeNameAfterBinding) {
+			pod.Status.NominatedNodeName = ""
+		}
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		for k, v := range binding.Annotations {
+			pod.Annotations[k] = v
+		}
+		podutil.DropInitContainerAnnotations(pod.Annotations)
+		if utilfeature.DefaultFeatureGate.Enabled(kubefeatures.PodTopologyLabelsAdmission) && len(binding.Labels) > 0 {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			for k, v := range binding.Labels {
+				pod.Labels[k] = v
+			}
+		}
+		podutil.UpdatePodCondition(&pod.Status, &api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue})
+		out, err := toServed(pod, pods.GroupVersion)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		out.SetResourceVersion("") // retried on a concurrent write, as kube's GuaranteedUpdate
+		return out, nil
+	}
+}
+
+// checkPreconditions is kube's storage.Preconditions.Check for a Pod, with the Conflict kube's
+// registry makes of its failure.
+func checkPreconditions(current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
+	fail := func(msg string) error {
+		key := "/registry/pods/" + current.GetNamespace() + "/" + current.GetName()
+		return apierrors.NewConflict(podsGR, current.GetName(),
+			fmt.Errorf("StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", key, msg))
+	}
+	if uid != "" && uid != current.GetUID() {
+		return fail(fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, current.GetUID()))
+	}
+	if resourceVersion != "" && resourceVersion != current.GetResourceVersion() {
+		return fail(fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", resourceVersion, current.GetResourceVersion()))
+	}
+	return nil
+}
