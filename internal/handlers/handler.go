@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -31,6 +32,7 @@ func New(svc *objects.Service) *Handler {
 	typed := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(typed)
 	_ = apiextensionsv1.AddToScheme(typed)
+	_ = apiregistrationv1.AddToScheme(typed)
 	h := &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed)}
 	h.computed = newComputed(h)
 	return h
@@ -63,6 +65,10 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 	} else if info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 		writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Name))
 		return
+	}
+	if r.DeprecationWarning != "" {
+		// kube-apiserver warns of a deprecated kind on every request for it.
+		writeWarnings(w, []string{r.DeprecationWarning})
 	}
 	rq := &request{w: w, req: req, info: info, resource: r, protobuf: h.typed.Recognizes(r.GroupVersionKind())}
 	if err := h.verb(rq); err != nil {

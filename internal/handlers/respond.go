@@ -151,7 +151,37 @@ func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1
 		writeProtobuf(rq.w, rq.req, code, list)
 		return
 	}
+	if rq.resource.CRD == nil {
+		// kube's typed lists leave each item's kind and apiVersion out; custom resources' keep them.
+		for i, it := range items {
+			items[i] = withoutTypeMeta(it)
+		}
+	}
 	writeBodyAs(rq.w, rq.req, code, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items), mediaType)
+}
+
+// withoutTypeMeta is an object's JSON without its apiVersion and kind: cut from the front where
+// lapis's encoding puts them (their values never hold quotes), else by decoding.
+func withoutTypeMeta(item []byte) []byte {
+	const apiVersion, kind = `{"apiVersion":"`, `","kind":"`
+	if rest, ok := bytes.CutPrefix(item, []byte(apiVersion)); ok {
+		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.HasPrefix(rest[i:], []byte(kind)) {
+			rest = rest[i+len(kind):]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 && j+1 < len(rest) && rest[j+1] == ',' {
+				return append([]byte{'{'}, rest[j+2:]...)
+			}
+		}
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(item, &m); err != nil {
+		return item
+	}
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	if out, err := json.Marshal(m); err == nil {
+		return out
+	}
+	return item
 }
 
 // Bounds on Warning headers, kube-apiserver's (k8s.io/apiserver/pkg/endpoints/filters/warning.go):

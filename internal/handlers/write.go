@@ -104,6 +104,7 @@ func (h *Handler) delete(rq *request) error {
 	}
 	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
 		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
+		GracePeriodSeconds: opts.GracePeriodSeconds,
 	})
 	if err != nil {
 		return err
@@ -163,7 +164,8 @@ func (h *Handler) deleteCollection(rq *request) error {
 		return err
 	}
 	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
-		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts)})
+		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
+			GracePeriodSeconds: opts.GracePeriodSeconds})
 	if err != nil {
 		return err
 	}
