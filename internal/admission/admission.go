@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -41,7 +42,7 @@ type plugin struct {
 
 // defaultPlugins are the plugins kube-apiserver 1.37 enables by default that lapis runs, in
 // kube's order (AllOrderedPlugins). NamespaceLifecycle is the objects pipeline's own; the
-// webhook and policy plugins and ResourceQuota are not run yet.
+// webhook and policy plugins are not run yet (ResourceQuota comes after them in kube's order).
 var defaultPlugins = []plugin{
 	{limitranger.PluginName, limitranger.Register},
 	{serviceaccount.PluginName, serviceaccount.Register},
@@ -62,6 +63,7 @@ var defaultPlugins = []plugin{
 	{podtopologylabels.PluginName, podtopologylabels.Register},
 	{nodedeclaredfeatures.PluginName, nodedeclaredfeatures.Register},
 	{podresize.PluginName, podresize.Register},
+	{resourcequota.PluginName, resourcequota.Register},
 }
 
 // New builds the chain. The plugins read through factory's informers, which the caller starts
@@ -76,7 +78,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, a
 	}
 	init := initializer.New(client, nil, factory, authz, utilfeature.DefaultFeatureGate,
 		compatibility.DefaultComponentGlobalsRegistry.EffectiveVersionFor(basecompatibility.DefaultKubeComponent), stop, nil)
-	chain, err := plugins.NewFromPlugins(names, noConfig{}, init, nil)
+	quota, err := newQuotaInitializer(factory)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := plugins.NewFromPlugins(names, noConfig{}, admission.PluginInitializers{init, quota}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("admission plugins: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 type loopback struct {
 	chain   atomic.Pointer[admission.Interface]
 	factory informers.SharedInformerFactory
+	config  *rest.Config // for lapis's controllers that are kube's (the quota controller)
 }
 
 // chainOrNil is the admission chain once built; nil before.
@@ -46,6 +47,7 @@ func (l *loopback) build(addr net.Addr, creds *auth.Credentials, stop <-chan str
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
 	}
+	l.config = cfg
 	l.factory = informers.NewSharedInformerFactory(client, 0)
 	// Authorization is issue of its own: today every authenticated user may do everything.
 	chain, err := lapisadmission.New(client, l.factory, authorizerfactory.NewAlwaysAllowAuthorizer(), stop)

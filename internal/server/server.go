@@ -23,6 +23,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
 	"github.com/lapis-dev/lapis/internal/crd"
@@ -155,6 +156,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.ready.Store(true)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
+	// kube-controller-manager's resourcequota controller, over the loopback: quota admission
+	// refuses writes until it has computed a quota's status.
+	go func() {
+		if err := quota.Run(runCtx, lb.config, lb.factory, log); err != nil {
+			log.Error("resource quota controller not running", "err", err)
+		}
+	}()
 	if err := writeKubeconfig(KubeconfigPath(cfg.DataDir), s.listener.Addr(), creds); err != nil {
 		s.Shutdown(context.Background())
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
