@@ -23,6 +23,9 @@ import (
 
 // readTarget negotiates the representation of a read, failing with 406.
 func readTarget(rq *request, list bool) (routing.Target, error) {
+	if err := checkRouteAccepts(rq); err != nil {
+		return routing.Target{}, err
+	}
 	target, ok := routing.NegotiateRead(rq.req.Header.Get("Accept"), list, rq.protobuf)
 	if !ok {
 		return target, notAcceptable()

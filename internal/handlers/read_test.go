@@ -139,6 +139,9 @@ func TestNegotiation(t *testing.T) {
 	const (
 		table         = "application/json;as=Table;g=meta.k8s.io;v=v1"
 		notAcceptable = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+		// kube-apiserver's routes answer a media type they never produce before it negotiates.
+		noRoute     = "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+		noListRoute = noRoute + ", application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
 	)
 	tests := []struct {
 		name   string
@@ -159,13 +162,17 @@ func TestNegotiation(t *testing.T) {
 		{"unknown conversion, then JSON", call{method: "GET", path: configMaps + "/a", headers: []string{"Accept: application/json;as=Other;g=meta.k8s.io;v=v1, application/json"}}, want{code: 200}, "application/json", "ConfigMap", false},
 		{"metadata list", call{method: "GET", path: configMaps, headers: []string{"Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}}, want{code: 200}, "application/json", "PartialObjectMetadataList", false},
 		{"HTML only", call{method: "GET", path: configMaps + "/a", headers: []string{"Accept: text/html"}},
+			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: noRoute}, "application/json", "Status", false},
+		{"HTML only, for a list", call{method: "GET", path: configMaps, headers: []string{"Accept: text/html"}},
+			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: noListRoute}, "application/json", "Status", false},
+		{"unknown conversion only", call{method: "GET", path: configMaps, headers: []string{"Accept: application/json;as=Other;g=meta.k8s.io;v=v1"}},
 			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: notAcceptable}, "application/json", "Status", false},
 		{"Table only", call{method: "GET", path: configMaps + "/a", headers: []string{"Accept: " + table}}, want{code: 200}, "application/json", "Table", false},
 		{"Table only, for a list", call{method: "GET", path: configMaps, headers: []string{"Accept: " + table}}, want{code: 200}, "application/json", "Table", false},
 		{"Table for a create", call{method: "POST", path: configMaps, body: configMapJSON("t", nil), headers: []string{"Accept: " + table}},
 			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: notAcceptable}, "application/json", "Status", false},
 		{"HTML only, for a create", call{method: "POST", path: configMaps, body: configMapJSON("c", nil), headers: []string{"Accept: text/html"}},
-			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: notAcceptable}, "application/json", "Status", false},
+			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: noRoute}, "application/json", "Status", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

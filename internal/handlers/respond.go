@@ -240,10 +240,44 @@ func truncateRunes(s string, n int) string {
 
 // checkAcceptable fails with 406 when the client accepts nothing lapis can send.
 func checkAcceptable(rq *request) error {
+	if err := checkRouteAccepts(rq); err != nil {
+		return err
+	}
 	if _, ok := routing.NegotiateObject(rq.req.Header.Get("Accept"), rq.protobuf); !ok {
 		return notAcceptable()
 	}
 	return nil
+}
+
+// Media types kube-apiserver's routes for built-in types produce (collections also stream).
+const (
+	routeProduces       = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+	collectionsProduces = routeProduces + ", application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+)
+
+// checkRouteAccepts is the first check kube-apiserver makes of a built-in type's request (its
+// go-restful routes): an Accept header naming no media type the route produces, parameters
+// aside, gets go-restful's 406. Finer mismatches (an unknown `as=`) get notAcceptable.
+func checkRouteAccepts(rq *request) error {
+	accept := rq.req.Header.Get("Accept")
+	if rq.resource.CRD != nil || accept == "" {
+		return nil
+	}
+	produced := routeProduces
+	if rq.info.Name == "" && (rq.info.Verb == "list" || rq.info.Verb == "watch") {
+		produced = collectionsProduces
+	}
+	for _, each := range strings.Split(accept, ",") {
+		mediaType, _, _ := strings.Cut(each, ";")
+		mediaType = strings.TrimSpace(mediaType)
+		if mediaType == "*/*" || mediaType == routing.JSON || mediaType == routing.YAML || mediaType == routing.Protobuf {
+			return nil
+		}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: "406: Not Acceptable\n\nAvailable representations: " + produced, Details: &metav1.StatusDetails{},
+	}}
 }
 
 func notAcceptable() error {

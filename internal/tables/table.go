@@ -65,7 +65,7 @@ func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.
 			}
 			row.Object = runtime.RawExtension{Raw: raw}
 		default:
-			raw, err := partialMetadata(item)
+			raw, err := partialMetadata(item, table.APIVersion)
 			if err != nil {
 				return nil, err
 			}
@@ -76,10 +76,10 @@ func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.
 	return json.Marshal(table)
 }
 
-// partialMetadata is the object's metadata as a meta.k8s.io/v1 PartialObjectMetadata.
-func partialMetadata(obj *unstructured.Unstructured) ([]byte, error) {
+// partialMetadata is the object's metadata as a PartialObjectMetadata of the Table's version.
+func partialMetadata(obj *unstructured.Unstructured, apiVersion string) ([]byte, error) {
 	return json.Marshal(map[string]any{
-		"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.Object["metadata"],
+		"kind": "PartialObjectMetadata", "apiVersion": apiVersion, "metadata": obj.Object["metadata"],
 	})
 }
 
