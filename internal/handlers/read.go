@@ -14,6 +14,7 @@ import (
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -145,6 +146,16 @@ func (h *Handler) watch(rq *request) error {
 	opts, err := listOptions(rq.req, true)
 	if err != nil {
 		return err
+	}
+	if name := rq.info.Name; name != "" {
+		// A watch of one object (/watch/.../NAME) is a watch selecting its name, as kube's.
+		if opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
+			if selected, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); !ok || selected != name {
+				return apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name")
+			}
+		} else {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name)
+		}
 	}
 	timeout := defaultWatchTimeout
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {

@@ -35,6 +35,10 @@ func TestWatch(t *testing.T) {
 			events: []string{"ADDED w 1", "MODIFIED w 2", "DELETED w 2"}},
 		{name: "without a resourceVersion, current objects first", path: configMaps + "?watch=true&timeoutSeconds=1",
 			events: []string{"ADDED before "}},
+		{name: "legacy watch path of one object: only its events", path: "/api/v1/watch/namespaces/default/configmaps/before?timeoutSeconds=1&resourceVersion=" + rv,
+			events: []string{}},
+		{name: "legacy watch path of one object, from its state", path: "/api/v1/watch/namespaces/default/configmaps/w?timeoutSeconds=1&resourceVersion=" + rv,
+			events: []string{"ADDED w 1", "MODIFIED w 2", "DELETED w 2"}},
 		{name: "timeoutSeconds ends an idle stream", path: configMaps + "?watch=1&timeoutSeconds=1&resourceVersion=" + rv + "&fieldSelector=metadata.name%3Dnone"},
 	}
 	for _, tt := range tests {
