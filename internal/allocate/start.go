@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"net"
 	"strings"
 	"time"
@@ -161,7 +162,9 @@ func Start(ctx context.Context, svc *objects.Service, cfg Config) (*Services, er
 		families: families{primaryIPFamily: familyOfCIDR(cfg.ClusterIPRanges[0])},
 	}
 	if err := repair(ctx, svc, services, client.ips, nodePorts, cfg); err != nil {
-		return nil, fmt.Errorf("repairing allocations: %w", err)
+		// Serving matters more (reads go on; a disk too full to write refuses writes anyway):
+		// what repair could not write stays as it was, as after kube's failed repair loop.
+		klog.ErrorS(err, "repairing Service allocations at start")
 	}
 	services.Allocator = s
 	return s, nil

@@ -41,6 +41,7 @@ func (l *loopback) build(addr net.Addr, creds *auth.Credentials, stop <-chan str
 		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAPEM, ServerName: "localhost"},
 		ContentConfig:   rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		UserAgent:       "lapis/loopback",
+		WarningHandler:  rest.NoWarnings{}, // deprecation warnings are for users, not for lapis's own reads
 		QPS:             -1,
 	}
 	client, err := kubernetes.NewForConfig(cfg)
