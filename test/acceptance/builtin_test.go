@@ -35,3 +35,21 @@ spec:
 		t.Errorf("serviceAccountName and priority: %q", sa)
 	}
 }
+
+// The objects kube-apiserver's post-start hooks create are there, with kube's field managers.
+func TestBootstrapObjects(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	for _, c := range []struct{ object, manager string }{
+		{"priorityclass/system-node-critical", "kube-apiserver"},
+		{"priorityclass/system-cluster-critical", "kube-apiserver"},
+		{"flowschema/exempt", "api-priority-and-fairness-config-producer-v1"},
+		{"flowschema/catch-all", "api-priority-and-fairness-config-producer-v1"},
+		{"prioritylevelconfiguration/workload-low", "api-priority-and-fairness-config-producer-v1"},
+	} {
+		eventually(t, 10*time.Second, c.object+" exists", func() (bool, string) {
+			out, errOut, err := l.kubectl("get", c.object, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+			return err == nil && strings.Contains(out, c.manager), out + errOut
+		})
+	}
+}
