@@ -461,6 +461,7 @@ func TestBenchmarksRun(t *testing.T) {
 		"BenchmarkList/20/all", "BenchmarkList/20/all-raw", "BenchmarkList/20/limit7", "MB/op", "objects/op", "pages/op",
 		"BenchmarkWatchFanout/watchers-3", "p50-ms", "p99-ms", "events/s",
 		"BenchmarkServerSideApply/clients-2", "applies/s",
+		"BenchmarkDeploymentApply/clients-2", "BenchmarkDeploymentList/20/json-raw", "BenchmarkDeploymentList/20/protobuf-raw",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("benchmark output lacks %q:\n%s", want, out)
