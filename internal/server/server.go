@@ -15,12 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/bootstrap"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/controllers/quota"
@@ -92,7 +90,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	caches := watchcache.New(runCtx, store, log)
 	s.objects.UseWatchCache(caches)
 
-	if err := ensureSystemNamespaces(ctx, s.objects); err != nil {
+	if err := bootstrap.EnsureNamespaces(ctx, s.objects); err != nil {
 		return fail(err)
 	}
 	// kube-apiserver's Service allocation, default ServiceCIDR and kubernetes Service.
@@ -154,6 +152,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
+	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
 	s.ready.Store(true)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
 	// kube-controller-manager's resourcequota controller, over the loopback: quota admission
@@ -228,18 +227,4 @@ func (s *Server) shutdown(ctx context.Context) error {
 		err = cerr
 	}
 	return err
-}
-
-// ensureSystemNamespaces creates the namespaces every cluster has.
-func ensureSystemNamespaces(ctx context.Context, svc *objects.Service) error {
-	r, _ := svc.Catalog().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
-		ns := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
-		}}
-		if _, err := svc.Create(ctx, r, "", ns, objects.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating namespace %s: %w", name, err)
-		}
-	}
-	return nil
 }
