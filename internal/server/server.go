@@ -15,12 +15,12 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/bootstrap"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
+	"github.com/lapis-dev/lapis/internal/controllers/apf"
 	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
@@ -104,6 +104,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	go namespace.NewController(s.objects, log).Run(runCtx)
 	go gc.New(s.objects, log).Run(runCtx)
+	go apf.Run(runCtx, s.objects, log)
 	// What kube-controller-manager puts in every namespace: the default ServiceAccount and the
 	// CA that verifies lapis (the one its kubeconfig trusts).
 	go serviceaccount.NewController(s.objects, log).Run(runCtx)
