@@ -115,6 +115,9 @@ type Printer struct {
 	Columns []metav1.TableColumnDefinition
 	// Cells returns one row's cells, one per column, for an object.
 	Cells func(obj *unstructured.Unstructured) ([]any, error)
+	// Metadata, when set, is the metadata a row's PartialObjectMetadata carries (kube prints
+	// built-in objects at their internal version, whose metadata can differ); nil: the object's.
+	Metadata func(obj *unstructured.Unstructured) (any, error)
 }
 
 // Conversion converts objects between a served version and the storage version, in place.

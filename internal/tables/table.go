@@ -65,7 +65,7 @@ func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.
 			}
 			row.Object = runtime.RawExtension{Raw: raw}
 		default:
-			raw, err := partialMetadata(item, table.APIVersion)
+			raw, err := partialMetadata(p, item, table.APIVersion)
 			if err != nil {
 				return nil, err
 			}
@@ -77,9 +77,16 @@ func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.
 }
 
 // partialMetadata is the object's metadata as a PartialObjectMetadata of the Table's version.
-func partialMetadata(obj *unstructured.Unstructured, apiVersion string) ([]byte, error) {
+func partialMetadata(p *catalog.Printer, obj *unstructured.Unstructured, apiVersion string) ([]byte, error) {
+	metadata := obj.Object["metadata"]
+	if p.Metadata != nil {
+		var err error
+		if metadata, err = p.Metadata(obj); err != nil {
+			return nil, err
+		}
+	}
 	return json.Marshal(map[string]any{
-		"kind": "PartialObjectMetadata", "apiVersion": apiVersion, "metadata": obj.Object["metadata"],
+		"kind": "PartialObjectMetadata", "apiVersion": apiVersion, "metadata": metadata,
 	})
 }
 

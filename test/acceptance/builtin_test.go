@@ -52,4 +52,20 @@ func TestBootstrapObjects(t *testing.T) {
 			return err == nil && strings.Contains(out, c.manager), out + errOut
 		})
 	}
+	// kube's config consumer keeps each FlowSchema's Dangling condition.
+	eventually(t, 10*time.Second, "the exempt FlowSchema's Dangling condition", func() (bool, string) {
+		out, _, _ := l.kubectl("get", "flowschema", "exempt", "-o", `jsonpath={.status.conditions[?(@.type=="Dangling")].status}`)
+		return out == "False", out
+	})
+	l.mustIn(t, `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: lost}
+spec:
+  matchingPrecedence: 5000
+  priorityLevelConfiguration: {name: nowhere}
+`, "apply", "-f", "-")
+	eventually(t, 10*time.Second, "a FlowSchema naming a missing priority level dangles", func() (bool, string) {
+		out, _, _ := l.kubectl("get", "flowschema", "lost", "-o", `jsonpath={.status.conditions[?(@.type=="Dangling")].reason}`)
+		return out == "NotFound", out
+	})
 }

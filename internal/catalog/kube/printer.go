@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -48,6 +49,17 @@ func newPrinter(t *Type, tables rest.TableConvertor) *catalog.Printer {
 				return nil, fmt.Errorf("kube's printer gave %d rows for one %s", len(table.Rows), t.Kind)
 			}
 			return table.Rows[0].Cells, nil
+		},
+		Metadata: func(u *unstructured.Unstructured) (any, error) {
+			obj, err := b.toInternal(u, false)
+			if err != nil {
+				return nil, err
+			}
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return nil, err
+			}
+			return meta.AsPartialObjectMetadata(m).ObjectMeta, nil
 		},
 	}
 }
