@@ -19,7 +19,7 @@ const helmVersion = "v3.22.0"
 
 // helmBinary returns a helm CLI to run: $LAPIS_HELM_BIN if set, else the one built earlier into
 // the user cache dir, else, with LAPIS_HELM=1, builds it there (`go install
-// helm.sh/helm/v3/cmd/helm@v3.22.0`, about 3 minutes on 2 cores, once per machine). Without
+// helm.sh/helm/v3/cmd/helm@v3.22.0`: 2 to 6 minutes on 2 shared cores, once per machine). Without
 // any of them the test skips: building helm in every CI run would cost more than the test.
 func helmBinary(t *testing.T) string {
 	t.Helper()
@@ -36,7 +36,7 @@ func helmBinary(t *testing.T) string {
 		return bin
 	}
 	if os.Getenv("LAPIS_HELM") != "1" {
-		t.Skipf("helm %s is not built in %s; LAPIS_HELM=1 builds it there (about 3 minutes, once)", helmVersion, dir)
+		t.Skipf("helm %s is not built in %s; LAPIS_HELM=1 builds it there (a few minutes, once)", helmVersion, dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
