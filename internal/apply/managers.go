@@ -243,6 +243,11 @@ func (o unstructuredObjects) ConvertToVersion(in runtime.Object, target runtime.
 	if !ok {
 		return nil, fmt.Errorf("cannot convert %T", in)
 	}
+	if gv, ok := target.(schema.GroupVersion); ok && o.r != nil && o.r.ConvertVersion != nil {
+		// kube's conversions, across groups too: a core/v1 Event's managers may have written it
+		// through events.k8s.io/v1.
+		return o.r.ConvertVersion(u, gv)
+	}
 	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
 	if !ok {
 		return nil, fmt.Errorf("no version of %s in %v", u.GroupVersionKind(), target)

@@ -86,7 +86,7 @@ spec:
   template: {metadata: {labels: {app: kd}}, spec: {containers: [{name: app, image: registry.k8s.io/pause:3.10}]}}`,
 		subresources: []string{"status", "scale"}, statusChange: `{replicas: 1, observedGeneration: 1}`,
 		fieldSelector: "status.replicas=0"},
-	{gv: "v1", resource: "resourcequotas", kind: "ResourceQuota", namespaced: true, body: `spec: {hard: {pods: "10"}}`,
+	{gv: "v1", resource: "resourcequotas", kind: "ResourceQuota", namespaced: true, body: `spec: {hard: {pods: "10"}}`, settled: "status.used",
 		subresources: []string{"status"}, statusChange: `{hard: {pods: "10"}, used: {pods: "0"}}`},
 	{gv: "v1", resource: "secrets", kind: "Secret", namespaced: true, body: `{type: Opaque, data: {a: YQ==}}`,
 		fieldSelector: "type=Opaque"},

@@ -108,7 +108,10 @@ func script() string {
 
 func startKube(dir string) (string, error) {
 	cmd := exec.Command("bash", script(), "start", dir)
-	cmd.Env = append(os.Environ(), "KCM=0")
+	// kube-controller-manager runs the controllers lapis runs itself, and only those: both
+	// servers then keep the same objects (default ServiceAccounts, kube-root-ca.crt, quota
+	// status, garbage collection, namespace deletion).
+	cmd.Env = append(os.Environ(), "KCM=1", "KCM_CONTROLLERS="+lapisControllers)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -118,10 +121,14 @@ func startKube(dir string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// lapisControllers are kube-controller-manager's controllers that lapis has its own of.
+const lapisControllers = "serviceaccount-controller,root-ca-certificate-publisher-controller,namespace-controller," +
+	"garbage-collector-controller,resourcequota-controller"
+
 // stopKube stops kube-apiserver and its etcd, killing what has not exited after 5 s.
 func stopKube(dir string) {
 	var pids []int
-	for _, name := range []string{"kube-apiserver.pid", "etcd.pid"} {
+	for _, name := range []string{"kube-controller-manager.pid", "kube-apiserver.pid", "etcd.pid"} {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
 			var pid int
 			if _, err := fmt.Sscan(string(b), &pid); err == nil {

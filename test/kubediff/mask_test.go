@@ -232,6 +232,12 @@ func maskIn(parent string, v any) any {
 		for i, e := range v {
 			out[i] = maskIn(parent, e) // list elements keep their list's key as parent
 		}
+		if parent == "managedFields" {
+			// Entries are ordered by their times, which are masked: compare them by manager.
+			slices.SortStableFunc(out, func(a, b any) int {
+				return strings.Compare(fmt.Sprint(nested(map[string]any{"e": a}, "e", "manager")), fmt.Sprint(nested(map[string]any{"e": b}, "e", "manager")))
+			})
+		}
 		return out
 	case string:
 		s := normalize(v)
