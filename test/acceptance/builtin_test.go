@@ -2,6 +2,8 @@ package acceptance
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,4 +70,19 @@ spec:
 		out, _, _ := l.kubectl("get", "flowschema", "lost", "-o", `jsonpath={.status.conditions[?(@.type=="Dangling")].reason}`)
 		return out == "NotFound", out
 	})
+}
+
+// `kubectl api-resources -o wide` lists exactly what it lists against kube-apiserver 1.37
+// (testdata: its output against ../shared/reference/kube-reference).
+func TestAPIResourcesAsKube(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	want, err := os.ReadFile(filepath.Join("testdata", "kube-1.37-api-resources.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.must(t, "api-resources", "-o", "wide")
+	if strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("kubectl api-resources -o wide:\n%s\nkube 1.37's:\n%s", got, want)
+	}
 }
