@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Compares lapis with kube-apiserver 1.37 on built-in types, back to back on this machine, and
+# checks issue 8's targets:
+#   - server-side apply of Deployments: lapis >= 3x kube-apiserver's applies/s
+#     (BenchmarkDeploymentApply: 16 clients, 64 Deployments, two field managers)
+#   - a list of 2 000 Deployments, bytes received and not decoded: lapis >= 10x kube's lists/s
+#     (BenchmarkDeploymentList/2000/json-raw; protobuf-raw is shown too)
+#   - lapis's RSS at idle grows by <= 30 MB from the built-in types: the lapis built here
+#     against one built from BASELINE (default fbddeee, before they landed)
+# Both servers run as separate processes with fsync on: a lapis binary (embedded etcd) and
+# shared/reference/kube-reference (KCM=0 REFERENCE_FSYNC=1: kube-apiserver on etcd, no
+# controller manager, so neither server makes ReplicaSets). The benchmarks are this package's,
+# run with LAPIS_BENCH_KUBECONFIG naming the server. Everything started is stopped on exit.
+#
+#   test/bench/compare-kube.sh
+#
+# BENCHTIME (default 3s) is -test.benchtime; IDLE (default 10) the seconds a server idles
+# before its RSS is read; LAPIS_BEFORE_BIN a baseline binary already built (else BASELINE is
+# built from `git archive`). KUBE=0 skips kube-apiserver. Exits 1 if a target is missed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+shared=${LAPIS_SHARED:-$repo/../shared}
+work=$(mktemp -d "${TMPDIR:-/tmp}/lapis-kube-bench.XXXXXX")
+baseline=${BASELINE:-fbddeee}
+benchtime=${BENCHTIME:-3s}
+idle=${IDLE:-10}
+lapis_pid=
+kube_dir=
+
+stop_lapis() {
+  [ -n "$lapis_pid" ] || return 0
+  kill "$lapis_pid" 2>/dev/null || true
+  wait "$lapis_pid" 2>/dev/null || true
+  lapis_pid=
+}
+
+stop_kube() {
+  [ -n "$kube_dir" ] || return 0
+  local pids
+  pids=$(cat "$kube_dir"/*.pid 2>/dev/null || true)
+  bash "$shared/reference/kube-reference" stop "$kube_dir" >/dev/null 2>&1 || true
+  for _ in $(seq 1 100); do
+    local alive=
+    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  kube_dir=
+}
+
+cleanup() {
+  stop_lapis
+  stop_kube
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_lapis BIN NAME: starts BIN on a fresh data dir and waits for its kubeconfig.
+start_lapis() {
+  local bin=$1 name=$2
+  "$bin" serve --data-dir "$work/$name-data" --listen 127.0.0.1:0 >"$work/$name.log" 2>&1 &
+  lapis_pid=$!
+  for _ in $(seq 1 600); do
+    [ -f "$work/$name-data/kubeconfig" ] && return 0
+    kill -0 "$lapis_pid" 2>/dev/null || { tail -n 20 "$work/$name.log"; echo "$name exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  tail -n 20 "$work/$name.log"; echo "$name did not become ready" >&2; exit 1
+}
+
+# rss_mib PID: resident memory in MiB, the median of 5 readings a second apart.
+rss_mib() {
+  for _ in 1 2 3 4 5; do
+    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+    sleep 1
+  done | sort -n | sed -n 3p | awk '{ printf "%.1f", $1 / 1024 }'
+}
+
+# bench NAME KUBECONFIG: runs the Deployment benchmarks against the server KUBECONFIG names.
+bench() {
+  echo "== Deployment benchmarks against $1 (-benchtime $benchtime)"
+  LAPIS_BENCH_KUBECONFIG=$2 "$work/bench.test" -test.run '^$' -test.bench 'Deployment' \
+    -test.benchtime "$benchtime" -test.timeout 30m | grep -v '^I[0-9]' | tee "$work/$1.txt"
+}
+
+cd "$repo"
+echo "== building lapis, the benchmarks and the baseline ($baseline)"
+go build -o "$work/lapis" ./cmd/lapis
+go test -c -o "$work/bench.test" ./test/bench/
+before=${LAPIS_BEFORE_BIN:-}
+if [ -z "$before" ]; then
+  mkdir "$work/baseline"
+  git archive "$baseline" | tar -x -C "$work/baseline"
+  (cd "$work/baseline" && go build -o "$work/lapis-before" ./cmd/lapis)
+  rm -rf "$work/baseline"
+  before=$work/lapis-before
+fi
+
+echo "== idle RSS (after ${idle}s idle on a fresh data dir)"
+start_lapis "$before" before
+sleep "$idle"
+rss_before=$(rss_mib "$lapis_pid")
+stop_lapis
+start_lapis "$work/lapis" lapis
+sleep "$idle"
+rss_now=$(rss_mib "$lapis_pid")
+stop_lapis
+echo "lapis at $baseline: $rss_before MiB; lapis now: $rss_now MiB"
+
+start_lapis "$work/lapis" lapis-bench
+bench lapis "$work/lapis-bench-data/kubeconfig"
+echo "lapis RSS after the benchmarks: $(rss_mib "$lapis_pid") MiB"
+stop_lapis
+
+have_kube=
+if [ "${KUBE:-1}" != 0 ]; then
+  kube_dir=$work/kube
+  if kubeconfig=$(KCM=0 REFERENCE_FSYNC=1 bash "$shared/reference/kube-reference" start "$kube_dir" 2>"$work/kube.err"); then
+    echo
+    bench kube "$kubeconfig"
+    echo "kube-apiserver RSS after the benchmarks: $(rss_mib "$(cat "$kube_dir/kube-apiserver.pid")") MiB"
+    have_kube=1
+  else
+    echo "kube-reference did not start: $(tail -n 3 "$work/kube.err")"
+  fi
+  stop_kube
+fi
+[ -n "$have_kube" ] || : >"$work/kube.txt"
+
+# Side by side, then the targets. A benchmark line: NAME-PROCS N NS ns/op V1 UNIT1 V2 UNIT2 ...
+echo
+awk -v rss_before="$rss_before" -v rss_now="$rss_now" '
+  FNR == 1 { file++ }
+  /^Benchmark/ {
+    name = $1; sub(/-[0-9]+$/, "", name)
+    if (file == 1) order[++rows] = name
+    for (i = 3; i < NF; i += 2) m[file, name, $(i+1)] = $i
+  }
+  function ratio(name, unit) { return m[2, name, unit] > 0 ? m[1, name, unit] / m[2, name, unit] : 0 }
+  function check(what, got, op, want,   ok) {
+    ok = (op == ">=") ? got >= want : got <= want
+    printf "%-58s %8.2f %s %-6s %s\n", what, got, op, want, ok ? "ok" : "MISSED"
+    if (!ok) missed++
+  }
+  END {
+    printf "%-44s %-10s %12s %12s %8s\n", "benchmark", "metric", "lapis", "kube", "lapis/kube"
+    for (r = 1; r <= rows; r++) {
+      n = order[r]
+      split("applies/s p50-ms p99-ms objects/s MB/op", units, " ")
+      for (u = 1; u <= 5; u++) {
+        if (!((1, n, units[u]) in m)) continue
+        k = ((2, n, units[u]) in m) ? m[2, n, units[u]] : "-"
+        printf "%-44s %-10s %12s %12s %8s\n", n, units[u], m[1, n, units[u]], k,
+          (k == "-" || k == 0) ? "-" : sprintf("%.2f", m[1, n, units[u]] / k)
+      }
+    }
+    print ""
+    check("idle RSS growth since the baseline (MiB)", rss_now - rss_before, "<=", 30)
+    if (m[2, "BenchmarkDeploymentApply/clients-16", "applies/s"] == "") {
+      print "no kube-apiserver numbers: throughput targets not checked"
+    } else {
+      check("server-side apply of Deployments, lapis/kube applies/s", ratio("BenchmarkDeploymentApply/clients-16", "applies/s"), ">=", 3)
+      check("list of 2000 Deployments (JSON, raw), lapis/kube lists/s", ratio("BenchmarkDeploymentList/2000/json-raw", "objects/s"), ">=", 10)
+      printf "%-58s %8.2f (no target)\n", "list of 2000 Deployments (Protobuf, raw), lapis/kube", ratio("BenchmarkDeploymentList/2000/protobuf-raw", "objects/s")
+    }
+    exit missed > 0
+  }' "$work/lapis.txt" "$work/kube.txt"
