@@ -157,9 +157,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	s.ready.Store(true)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
 	// kube-controller-manager's resourcequota controller, over the loopback: quota admission
-	// refuses writes until it has computed a quota's status.
+	// refuses writes until it has computed a quota's status. It starts with the first quota.
 	go func() {
-		if err := quota.Run(runCtx, lb.config, lb.factory, log); err != nil {
+		if err := quota.RunOnceNeeded(runCtx, s.objects, lb.config, lb.factory, log); err != nil {
 			log.Error("resource quota controller not running", "err", err)
 		}
 	}()

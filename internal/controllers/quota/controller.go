@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 	"k8s.io/client-go/discovery"
@@ -20,6 +22,8 @@ import (
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/kubernetes/pkg/controller/resourcequota"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
+
+	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 // kube-controller-manager's defaults: --concurrent-resource-quota-syncs,
@@ -126,4 +130,30 @@ func trimManagedFields(obj any) (any, error) {
 		accessor.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// RunOnceNeeded is Run, started when the first ResourceQuota appears: until then kube's
+// controller would have nothing to do, and its informers (some thirty resources' metadata)
+// would only cost memory.
+func RunOnceNeeded(ctx context.Context, svc *objects.Service, config *rest.Config, shared informers.SharedInformerFactory, log *slog.Logger) error {
+	quotas, ok := svc.Catalog().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"})
+	if !ok {
+		return nil
+	}
+	seen := make(chan struct{})
+	var once sync.Once
+	follow, stop := context.WithCancel(ctx)
+	go svc.Follow(follow, quotas, func(_ *unstructured.Unstructured, deleted bool) {
+		if !deleted {
+			once.Do(func() { close(seen) })
+		}
+	})
+	select {
+	case <-ctx.Done():
+		stop()
+		return nil
+	case <-seen:
+		stop()
+	}
+	return Run(ctx, config, shared, log)
 }
