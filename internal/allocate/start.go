@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/klog/v2"
 	"net"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/registry/core/service/allocator"
 	"k8s.io/kubernetes/pkg/registry/core/service/ipallocator"
@@ -99,12 +99,20 @@ func familyOfCIDR(cidr *net.IPNet) api.IPFamily {
 // Services into account and makes them the services resource's Allocator. It returns once
 // allocation works; the allocators stop with ctx.
 func Start(ctx context.Context, svc *objects.Service, cfg Config) (*Services, error) {
+	services, ok := svc.Catalog().Lookup(servicesGVR)
+	if !ok {
+		return nil, errors.New("services are not served")
+	}
+	return start(ctx, svc, services, cfg)
+}
+
+// start is Start, setting services' Allocator.
+func start(ctx context.Context, svc *objects.Service, services *catalog.Resource, cfg Config) (*Services, error) {
 	cat := svc.Catalog()
-	services, ok1 := cat.Lookup(servicesGVR)
 	ips, ok2 := cat.Lookup(ipAddressesGVR)
 	cidrs, ok3 := cat.Lookup(serviceCIDRsGVR)
-	if !ok1 || !ok2 || !ok3 {
-		return nil, errors.New("services, ipaddresses or servicecidrs are not served")
+	if !ok2 || !ok3 {
+		return nil, errors.New("ipaddresses or servicecidrs are not served")
 	}
 	if err := ensureServiceCIDR(ctx, svc, cidrs, cfg); err != nil {
 		return nil, fmt.Errorf("default ServiceCIDR: %w", err)
@@ -168,6 +176,63 @@ func Start(ctx context.Context, svc *objects.Service, cfg Config) (*Services, er
 	}
 	services.Allocator = s
 	return s, nil
+}
+
+// StartInBackground is Start without the wait: the services resource's Allocator is set at once
+// and makes Service writes wait until the allocators have started (their informers and repair
+// take about 100 ms), so that lapis serves without waiting for them. It must be called before
+// lapis serves.
+func StartInBackground(ctx context.Context, svc *objects.Service, cfg Config, log func(error)) {
+	services, ok := svc.Catalog().Lookup(servicesGVR)
+	if !ok {
+		return
+	}
+	w := &waiting{ready: make(chan struct{})}
+	services.Allocator = w
+	go func() {
+		defer close(w.ready)
+		// Start sets the resource's Allocator too; the catalogue entry is read concurrently from
+		// here on, so it works on a copy and w forwards to what it makes.
+		copied := *services
+		w.s, w.err = start(ctx, svc, &copied, cfg)
+		if w.err != nil {
+			log(w.err)
+		}
+	}()
+}
+
+// waiting is the Allocator of Services until the allocators have started.
+type waiting struct {
+	ready chan struct{}
+	s     *Services
+	err   error
+}
+
+func (w *waiting) wait(ctx context.Context) error {
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		return apierrors.NewServiceUnavailable("Service allocation is starting")
+	}
+	if w.err != nil {
+		return apierrors.NewServiceUnavailable("Service allocation is not available: " + w.err.Error())
+	}
+	return nil
+}
+
+// Allocate implements catalog.Allocator.
+func (w *waiting) Allocate(ctx context.Context, obj, old *unstructured.Unstructured, dryRun bool) (catalog.Allocation, error) {
+	if err := w.wait(ctx); err != nil {
+		return nil, err
+	}
+	return w.s.Allocate(ctx, obj, old, dryRun)
+}
+
+// Release implements catalog.Allocator.
+func (w *waiting) Release(ctx context.Context, obj *unstructured.Unstructured) {
+	if w.wait(ctx) == nil {
+		w.s.Release(ctx, obj)
+	}
 }
 
 // hasAllocator says whether meta has a ready allocator for the CIDR holding ip.

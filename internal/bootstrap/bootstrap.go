@@ -35,6 +35,9 @@ const (
 func EnsureNamespaces(ctx context.Context, svc *objects.Service) error {
 	r, _ := svc.Catalog().Lookup(namespaces)
 	for _, name := range systemNamespaces {
+		if _, err := svc.Get(ctx, r, "", name); err == nil {
+			continue // a restart: no write, and field management is built at the first one
+		}
 		ns := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
 		}}

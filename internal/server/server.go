@@ -95,9 +95,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	// kube-apiserver's Service allocation, default ServiceCIDR and kubernetes Service.
 	services, _ := allocate.ParseConfig(cfg.ServiceClusterIPRange, cfg.ServiceNodePortRange) // validated
-	if _, err := allocate.Start(runCtx, s.objects, services); err != nil {
-		return fail(fmt.Errorf("service allocation: %w", err))
-	}
+	allocate.StartInBackground(runCtx, s.objects, services, func(err error) { log.Error("service allocation", "err", err) })
 	crds := crd.NewController(s.objects, log)
 	if err := crds.Start(runCtx); err != nil {
 		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
