@@ -15,8 +15,9 @@
 #   test/bench/compare-kube.sh
 #
 # BENCHTIME (default 3s) is -test.benchtime; IDLE (default 10) the seconds a server idles
-# before its RSS is read; LAPIS_BEFORE_BIN a baseline binary already built (else BASELINE is
-# built from `git archive`). KUBE=0 skips kube-apiserver. Exits 1 if a target is missed.
+# before its RSS is read, REPEAT (default 3) how many starts of each binary that takes;
+# LAPIS_BEFORE_BIN a baseline binary already built (else BASELINE is built from `git archive`).
+# KUBE=0 skips kube-apiserver. Exits 1 if a target is missed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 shared=${LAPIS_SHARED:-$repo/../shared}
@@ -97,16 +98,25 @@ if [ -z "$before" ]; then
   before=$work/lapis-before
 fi
 
-echo "== idle RSS (after ${idle}s idle on a fresh data dir)"
-start_lapis "$before" before
-sleep "$idle"
-rss_before=$(rss_mib "$lapis_pid")
-stop_lapis
-start_lapis "$work/lapis" lapis
-sleep "$idle"
-rss_now=$(rss_mib "$lapis_pid")
-stop_lapis
-echo "lapis at $baseline: $rss_before MiB; lapis now: $rss_now MiB"
+# A Go server's RSS at idle depends on when its last GC ran: each binary is started REPEAT
+# times, alternately, and the median reading kept.
+repeat=${REPEAT:-3}
+echo "== idle RSS (after ${idle}s idle on a fresh data dir; median of $repeat starts)"
+: >"$work/rss-before"; : >"$work/rss-now"
+for i in $(seq 1 "$repeat"); do
+  start_lapis "$before" "before-$i"
+  sleep "$idle"
+  rss_mib "$lapis_pid" >>"$work/rss-before"; echo >>"$work/rss-before"
+  stop_lapis
+  start_lapis "$work/lapis" "now-$i"
+  sleep "$idle"
+  rss_mib "$lapis_pid" >>"$work/rss-now"; echo >>"$work/rss-now"
+  stop_lapis
+done
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+rss_before=$(median "$work/rss-before")
+rss_now=$(median "$work/rss-now")
+echo "lapis at $baseline: $rss_before MiB ($(tr '\n' ' ' <"$work/rss-before")); lapis now: $rss_now MiB ($(tr '\n' ' ' <"$work/rss-now"))"
 
 start_lapis "$work/lapis" lapis-bench
 bench lapis "$work/lapis-bench-data/kubeconfig"
