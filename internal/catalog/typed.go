@@ -31,24 +31,33 @@ type Typed[T any, PT interface {
 // Normalize round-trips the object through the Go type: unknown fields are dropped and named,
 // values of the wrong type are an error.
 func (t Typed[T, PT]) Normalize(u *unstructured.Unstructured) ([]string, error) {
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil, err
-	}
 	obj := PT(new(T))
-	strictErrs, err := kjson.UnmarshalStrict(raw, obj, kjson.DisallowUnknownFields)
+	unknown, err := DecodeStrict(u, obj)
 	if err != nil {
 		return nil, err
-	}
-	var unknown []string
-	for _, e := range strictErrs {
-		unknown = append(unknown, e.Error())
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
 	u.Object = content
+	return unknown, nil
+}
+
+// DecodeStrict decodes u into the Go object into as kube's strict JSON decoding does: fields
+// into does not declare are named (`unknown field "spec.foo"`), wrong types are an error.
+func DecodeStrict(u *unstructured.Unstructured, into any) (unknown []string, err error) {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	strictErrs, err := kjson.UnmarshalStrict(raw, into, kjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range strictErrs {
+		unknown = append(unknown, e.Error())
+	}
 	return unknown, nil
 }
 

@@ -99,22 +99,11 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 				return DeleteResult{Object: obj}, nil // already being deleted
 			}
 			markDeleting(r, obj, s.now())
-			if opts.DryRun {
-				return DeleteResult{Object: obj}, nil
-			}
-			value, err := s.toStorage(r, obj)
-			if err != nil {
-				return DeleteResult{}, err
-			}
-			rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
-			if retryConflict(ctx, err, false) {
+			res, err := s.writeDeleting(ctx, r, key, kv, obj, opts)
+			if errors.Is(err, errRetryDelete) {
 				continue
 			}
-			if err != nil {
-				return DeleteResult{}, storageError(r, name, raceError(ctx, err, false))
-			}
-			obj.SetResourceVersion(revisionString(rev))
-			return DeleteResult{Object: obj}, nil
+			return res, err
 		}
 		if opts.DryRun {
 			return DeleteResult{Object: obj, Deleted: true}, nil

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
@@ -44,21 +42,13 @@ func newBehavior(t *Type) *behavior {
 // Normalize decodes the object strictly into its Go type, as kube's JSON serializer does:
 // unknown fields are named, values of the wrong type are an error.
 func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil, err
-	}
 	obj, err := b.scheme.New(b.served)
 	if err != nil {
 		return nil, err
 	}
-	strictErrs, err := kjson.UnmarshalStrict(raw, obj, kjson.DisallowUnknownFields)
+	unknown, err := catalog.DecodeStrict(u, obj)
 	if err != nil {
 		return nil, err
-	}
-	var unknown []string
-	for _, e := range strictErrs {
-		unknown = append(unknown, e.Error())
 	}
 	return unknown, b.fromTyped(u, obj)
 }
