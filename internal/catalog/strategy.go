@@ -6,10 +6,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 )
 
 // Hooks are the steps of a type's strategy that lapis implements itself (custom resources and
@@ -28,11 +30,24 @@ type Hooks interface {
 
 // Strategy makes a Behavior of hooks for a type of kind, validating metadata as kube's generic
 // checks do (names with nameRule; nil is a DNS subdomain, the rule most types use).
-func Strategy(hooks Hooks, kind schema.GroupKind, namespaced bool, nameRule validation.ValidateNameFunc) Behavior {
+func Strategy(hooks Hooks, kind schema.GroupKind, namespaced bool, nameRule validation.ValidateNameFunc, options ...StrategyOption) Behavior {
 	if nameRule == nil {
 		nameRule = validation.NameIsDNSSubdomain
 	}
-	return &hookStrategy{Hooks: hooks, kind: kind, namespaced: namespaced, nameRule: nameRule}
+	s := &hookStrategy{Hooks: hooks, kind: kind, namespaced: namespaced, nameRule: nameRule}
+	for _, o := range options {
+		o(s)
+	}
+	return s
+}
+
+// StrategyOption adds to what Strategy makes.
+type StrategyOption func(*hookStrategy)
+
+// Admitted sends the type's writes through admission (its plugins see the objects as they are,
+// unstructured): custom resources are admitted as kube-apiserver admits them.
+func Admitted(a Admission, resource schema.GroupVersionResource, kind schema.GroupVersionKind) StrategyOption {
+	return func(s *hookStrategy) { s.admission, s.resource, s.served = a, resource, kind }
 }
 
 type hookStrategy struct {
@@ -40,6 +55,10 @@ type hookStrategy struct {
 	kind       schema.GroupKind
 	namespaced bool
 	nameRule   validation.ValidateNameFunc
+
+	admission Admission
+	resource  schema.GroupVersionResource
+	served    schema.GroupVersionKind
 }
 
 // DefaultsOnRead forwards the hooks' answer (see objects: reads may default).
@@ -48,17 +67,25 @@ func (s *hookStrategy) DefaultsOnRead() bool {
 	return ok && d.DefaultsOnRead()
 }
 
-func (s *hookStrategy) BeforeCreate(_ context.Context, obj *unstructured.Unstructured) ([]string, error) {
+func (s *hookStrategy) BeforeCreate(ctx context.Context, obj *unstructured.Unstructured) ([]string, error) {
+	attrs := s.admission.Attributes(ctx, obj, nil, s.served, s.resource, "", admission.Create, &metav1.CreateOptions{})
+	if err := s.admission.Mutate(ctx, attrs); err != nil {
+		return nil, err
+	}
 	s.PrepareForCreate(obj)
 	errs := validation.ValidateObjectMetaAccessor(obj, s.namespaced, s.nameRule, field.NewPath("metadata"))
 	errs = append(errs, s.Validate(obj, nil)...)
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
-	return nil, nil
+	return nil, s.admission.Validate(ctx, attrs)
 }
 
-func (s *hookStrategy) BeforeUpdate(_ context.Context, obj, old *unstructured.Unstructured, subresource string) ([]string, error) {
+func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) ([]string, error) {
+	attrs := s.admission.Attributes(ctx, obj, old, s.served, s.resource, subresource, admission.Update, &metav1.UpdateOptions{})
+	if err := s.admission.Mutate(ctx, attrs); err != nil {
+		return nil, err
+	}
 	switch subresource {
 	case "":
 		s.PrepareForUpdate(obj, old)
@@ -72,7 +99,7 @@ func (s *hookStrategy) BeforeUpdate(_ context.Context, obj, old *unstructured.Un
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
-	return nil, nil
+	return nil, s.admission.Validate(ctx, attrs)
 }
 
 func finalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorList {

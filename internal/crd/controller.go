@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"fmt"
+	"k8s.io/apiserver/pkg/admission"
 	"log/slog"
 	"time"
 
@@ -35,12 +36,16 @@ type Controller struct {
 	crds     *catalog.Resource
 	cleaning sets.Set[string] // CRDs whose cleanup is running; touched only by the sync loop
 	done     chan string      // cleanups report here when they finish
+	// admission is the chain custom resources' writes go through (nil: none).
+	admission func() admission.Interface
 }
 
-// NewController returns a controller over svc's catalogue.
-func NewController(svc *objects.Service, log *slog.Logger) *Controller {
+// NewController returns a controller over svc's catalogue; the custom resources it serves are
+// admitted by chain (nil: no admission).
+func NewController(svc *objects.Service, log *slog.Logger, chain func() admission.Interface) *Controller {
 	crds, _ := svc.Catalog().Lookup(crdsGVR)
-	return &Controller{objects: svc, cat: svc.Catalog(), log: log, crds: crds, cleaning: sets.New[string](), done: make(chan string, 16)}
+	return &Controller{objects: svc, cat: svc.Catalog(), log: log, crds: crds, cleaning: sets.New[string](), done: make(chan string, 16),
+		admission: chain}
 }
 
 // Start registers every stored CRD, then follows changes until ctx ends.
@@ -308,7 +313,10 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			RequireResourceVersionOnUpdate: true,
 			SpecTracksGeneration:           true,
 			Behavior: catalog.Strategy(behavior, schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
-				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, apivalidation.NameIsDNSSubdomain),
+				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, apivalidation.NameIsDNSSubdomain,
+				catalog.Admitted(catalog.Admission{Chain: c.admission, Objects: catalog.UnstructuredObjects},
+					schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural},
+					schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind})),
 			CRD:        crd,
 			CRDVersion: v,
 		}

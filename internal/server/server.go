@@ -96,7 +96,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// kube-apiserver's Service allocation, default ServiceCIDR and kubernetes Service.
 	services, _ := allocate.ParseConfig(cfg.ServiceClusterIPRange, cfg.ServiceNodePortRange) // validated
 	allocate.StartInBackground(runCtx, s.objects, services, func(err error) { log.Error("service allocation", "err", err) })
-	crds := crd.NewController(s.objects, log)
+	crds := crd.NewController(s.objects, log, lb.chainOrNil)
 	if err := crds.Start(runCtx); err != nil {
 		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
 	}

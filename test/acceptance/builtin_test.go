@@ -86,3 +86,26 @@ func TestAPIResourcesAsKube(t *testing.T) {
 		t.Errorf("kubectl api-resources -o wide:\n%s\nkube 1.37's:\n%s", got, want)
 	}
 }
+
+// Custom resources go through admission too: a ResourceQuota counting them refuses one too many
+// with kube's message.
+func TestCustomResourcesAdmitted(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	l.applyCRD(t, looseCRD, "bags.loose.example.com")
+	l.must(t, "create", "namespace", "q")
+	l.must(t, "-n", "q", "create", "quota", "bags", "--hard=count/bags.loose.example.com=1")
+	eventually(t, 60*time.Second, "the quota counts bags", func() (bool, string) {
+		out, _, _ := l.kubectl("-n", "q", "get", "quota", "bags", "-o", `jsonpath={.status.used.count/bags\.loose\.example\.com}`)
+		return out == "0", out
+	})
+	bag := func(name string) string {
+		return "apiVersion: loose.example.com/v1\nkind: Bag\nmetadata: {name: " + name + "}\n"
+	}
+	l.mustIn(t, bag("one"), "-n", "q", "create", "-f", "-")
+	_, errOut, err := l.kubectlIn(bag("two"), "-n", "q", "create", "-f", "-")
+	want := `bags.loose.example.com "two" is forbidden: exceeded quota: bags, requested: count/bags.loose.example.com=1, used: count/bags.loose.example.com=1, limited: count/bags.loose.example.com=1`
+	if err == nil || !strings.Contains(errOut, want) {
+		t.Errorf("second bag: %v %s\nwant %s", err, errOut, want)
+	}
+}

@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -73,14 +71,14 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
-	attrs := b.admissionAttributes(ctx, obj, nil, "", admission.Create, &metav1.CreateOptions{})
-	if err := b.admit(ctx, attrs); err != nil {
+	attrs := b.admission().Attributes(ctx, obj, nil, b.served, b.t.Resource, "", admission.Create, &metav1.CreateOptions{})
+	if err := b.admission().Mutate(ctx, attrs); err != nil {
 		return w, err
 	}
 	if err := rest.BeforeCreate(b.t.main, ctx, obj); err != nil {
 		return w, err
 	}
-	if err := b.validate(ctx, attrs); err != nil {
+	if err := b.admission().Validate(ctx, attrs); err != nil {
 		return w, err
 	}
 	return w, b.fromInternalDefaulted(u, obj)
@@ -103,14 +101,14 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
-	attrs := b.admissionAttributes(ctx, obj, oldObj, subresource, admission.Update, &metav1.UpdateOptions{})
-	if err := b.admit(ctx, attrs); err != nil {
+	attrs := b.admission().Attributes(ctx, obj, oldObj, b.served, b.t.Resource, subresource, admission.Update, &metav1.UpdateOptions{})
+	if err := b.admission().Mutate(ctx, attrs); err != nil {
 		return w, err
 	}
 	if err := rest.BeforeUpdate(strategy, ctx, obj, oldObj); err != nil {
 		return w, err
 	}
-	if err := b.validate(ctx, attrs); err != nil {
+	if err := b.admission().Validate(ctx, attrs); err != nil {
 		return w, err
 	}
 	return w, b.fromInternalDefaulted(u, obj)
@@ -250,45 +248,6 @@ func convertVersion(scheme *runtime.Scheme, internalGroup string, u *unstructure
 	return fromInternal(scheme, obj, to.WithKind(from.Kind))
 }
 
-// admissionAttributes describe a write to the admission chain, as kube-apiserver's handlers do.
-func (b *behavior) admissionAttributes(ctx context.Context, obj, old runtime.Object, subresource string, op admission.Operation, options runtime.Object) admission.Attributes {
-	m, _ := meta.Accessor(obj)
-	userInfo, ok := genericapirequest.UserFrom(ctx)
-	if !ok {
-		// A write of lapis's own (its controllers): the API server itself, as kube's loopback.
-		userInfo = serverUser
-	}
-	return admission.NewAttributesRecord(obj, old, b.served, m.GetNamespace(), m.GetName(), b.t.Resource, subresource,
-		op, options, catalog.IsDryRun(ctx), userInfo)
-}
-
-// admit runs the chain's mutating plugins (before the strategy, as kube-apiserver does).
-func (b *behavior) admit(ctx context.Context, attrs admission.Attributes) error {
-	if b.t.admission == nil {
-		return nil
-	}
-	if m, ok := b.t.admission().(admission.MutationInterface); ok && m.Handles(attrs.GetOperation()) {
-		return m.Admit(ctx, attrs, objectInterfaces)
-	}
-	return nil
-}
-
-// validate runs the chain's validating plugins (after the strategy's validation).
-func (b *behavior) validate(ctx context.Context, attrs admission.Attributes) error {
-	if b.t.admission == nil {
-		return nil
-	}
-	if v, ok := b.t.admission().(admission.ValidationInterface); ok && v.Handles(attrs.GetOperation()) {
-		return v.Validate(ctx, attrs, objectInterfaces)
-	}
-	return nil
-}
-
-var objectInterfaces = admission.NewObjectInterfacesFromScheme(scheme())
-
-// serverUser is who lapis's own writes are made as: kube-apiserver's loopback identity.
-var serverUser user.Info = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
-
 // contain turns a panic in kube's strategies or admission plugins into the request's error, so
 // that one object cannot stop a controller or the server.
 func contain(err *error) {
@@ -296,3 +255,11 @@ func contain(err *error) {
 		*err = apierrors.NewInternalError(fmt.Errorf("handling the object: %v", p))
 	}
 }
+
+// admission is the way of this type's writes through the chain; kube's plugins see objects at
+// the internal version, typed by kube's scheme.
+func (b *behavior) admission() catalog.Admission {
+	return catalog.Admission{Chain: b.t.admission, Objects: objectInterfaces}
+}
+
+var objectInterfaces = admission.NewObjectInterfacesFromScheme(scheme())

@@ -1,0 +1,108 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// Admission is a write's way through the admission chain, as kube-apiserver's handlers take it:
+// mutating plugins before the type's strategy, validating plugins after its validation.
+type Admission struct {
+	// Chain is the process's admission chain; nil (or a chain not built yet) admits everything.
+	Chain func() admission.Interface
+	// Objects is how plugins create, convert and type the objects they see.
+	Objects admission.ObjectInterfaces
+}
+
+// serverUser is who lapis's own writes (its controllers') are made as: kube-apiserver's
+// loopback identity.
+var serverUser user.Info = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+
+// Attributes describe a write of obj (over old, nil on create) to the chain.
+func (a Admission) Attributes(ctx context.Context, obj, old runtime.Object, kind schema.GroupVersionKind, resource schema.GroupVersionResource, subresource string, op admission.Operation, options runtime.Object) admission.Attributes {
+	m, _ := meta.Accessor(obj)
+	userInfo, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		userInfo = serverUser
+	}
+	return admission.NewAttributesRecord(obj, old, kind, m.GetNamespace(), m.GetName(), resource, subresource,
+		op, options, IsDryRun(ctx), userInfo)
+}
+
+// Mutate runs the chain's mutating plugins.
+func (a Admission) Mutate(ctx context.Context, attrs admission.Attributes) error {
+	if a.Chain == nil {
+		return nil
+	}
+	if m, ok := a.Chain().(admission.MutationInterface); ok && m.Handles(attrs.GetOperation()) {
+		return m.Admit(ctx, attrs, a.Objects)
+	}
+	return nil
+}
+
+// Validate runs the chain's validating plugins.
+func (a Admission) Validate(ctx context.Context, attrs admission.Attributes) error {
+	if a.Chain == nil {
+		return nil
+	}
+	if v, ok := a.Chain().(admission.ValidationInterface); ok && v.Handles(attrs.GetOperation()) {
+		return v.Validate(ctx, attrs, a.Objects)
+	}
+	return nil
+}
+
+// UnstructuredObjects are the ObjectInterfaces of types handled unstructured (custom resources,
+// whose versions differ only in apiVersion): what admission plugins create, type and convert.
+var UnstructuredObjects admission.ObjectInterfaces = unstructuredObjects{}
+
+type unstructuredObjects struct{}
+
+func (unstructuredObjects) GetObjectCreater() runtime.ObjectCreater {
+	return unstructuredscheme.NewUnstructuredCreator()
+}
+func (unstructuredObjects) GetObjectTyper() runtime.ObjectTyper {
+	return unstructuredscheme.NewUnstructuredObjectTyper()
+}
+func (unstructuredObjects) GetObjectDefaulter() runtime.ObjectDefaulter { return noDefaults{} }
+func (unstructuredObjects) GetObjectConvertor() runtime.ObjectConvertor { return apiVersionConvertor{} }
+func (unstructuredObjects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
+	return runtime.NewEquivalentResourceRegistry()
+}
+
+type noDefaults struct{}
+
+func (noDefaults) Default(runtime.Object) {}
+
+// apiVersionConvertor converts unstructured objects between versions by their apiVersion.
+type apiVersionConvertor struct{}
+
+func (apiVersionConvertor) Convert(in, out, _ any) error {
+	return fmt.Errorf("converting %T to %T is not supported", in, out)
+}
+
+func (apiVersionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("converting %T is not supported", in)
+	}
+	gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("no version of %s in %v", u.GroupVersionKind(), target)
+	}
+	out := u.DeepCopy()
+	out.SetGroupVersionKind(gvk)
+	return out, nil
+}
+
+func (apiVersionConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
