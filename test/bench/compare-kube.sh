@@ -98,19 +98,30 @@ if [ -z "$before" ]; then
   before=$work/lapis-before
 fi
 
+# rss_split PID: anonymous (heap, stacks) and file-backed (the binary's pages) resident memory.
+rss_split() {
+  awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { printf "anon %.1f + file %.1f", a / 1024, f / 1024 }' "/proc/$1/status"
+}
+
 # A Go server's RSS at idle depends on when its last GC ran: each binary is started REPEAT
-# times, alternately, and the median reading kept.
+# times, alternately, and the median reading kept. Its file-backed part depends on how the
+# binary's file sits in the page cache (the same binary written by the linker read 20-30 MiB more
+# than a copy of it): both are measured as fresh copies made the same way.
+cp "$before" "$work/before.run"
+cp "$work/lapis" "$work/now.run"
 repeat=${REPEAT:-3}
 echo "== idle RSS (after ${idle}s idle on a fresh data dir; median of $repeat starts)"
 : >"$work/rss-before"; : >"$work/rss-now"
 for i in $(seq 1 "$repeat"); do
-  start_lapis "$before" "before-$i"
+  start_lapis "$work/before.run" "before-$i"
   sleep "$idle"
   rss_mib "$lapis_pid" >>"$work/rss-before"; echo >>"$work/rss-before"
+  echo "lapis at $baseline, start $i: $(rss_split "$lapis_pid") MiB"
   stop_lapis
-  start_lapis "$work/lapis" "now-$i"
+  start_lapis "$work/now.run" "now-$i"
   sleep "$idle"
   rss_mib "$lapis_pid" >>"$work/rss-now"; echo >>"$work/rss-now"
+  echo "lapis now, start $i: $(rss_split "$lapis_pid") MiB"
   stop_lapis
 done
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
