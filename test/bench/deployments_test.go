@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -199,12 +198,7 @@ func benchDeploymentApply(b *testing.B, clients, perClient int) {
 		}
 	}
 	b.StopTimer()
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(float64(len(all))/b.Elapsed().Seconds(), "applies/s")
-	b.ReportMetric(ms(percentile(all, 0.50)), "p50-ms")
-	b.ReportMetric(ms(percentile(all, 0.99)), "p99-ms")
+	reportApplies(b, lat)
 }
 
 // BenchmarkDeploymentList lists N Deployments of one namespace (created once, untimed) in one
