@@ -36,8 +36,13 @@ func readTarget(rq *request, list bool) (routing.Target, error) {
 
 // writeConverted answers a read with items as the Table or metadata target asks for.
 func writeConverted(rq *request, target routing.Target, items []*unstructured.Unstructured, meta metav1.ListMeta) {
+	writeConvertedAs(rq, http.StatusOK, target, items, meta)
+}
+
+// writeConvertedAs is writeConverted with the status code of the answer (a write's).
+func writeConvertedAs(rq *request, code int, target routing.Target, items []*unstructured.Unstructured, meta metav1.ListMeta) {
 	if target.MediaType == routing.Protobuf {
-		writeProtobuf(rq.w, rq.req, http.StatusOK, partialMetadata(target, items, meta))
+		writeProtobuf(rq.w, rq.req, code, partialMetadata(target, items, meta))
 		return
 	}
 	body, err := converted(rq, target, items, meta, false)
@@ -45,7 +50,7 @@ func writeConverted(rq *request, target routing.Target, items []*unstructured.Un
 		writeError(rq.w, rq.req, err)
 		return
 	}
-	writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
+	writeBodyAs(rq.w, rq.req, code, body, target.MediaType)
 }
 
 // converted encodes items as the Table or metadata list the target asks for.

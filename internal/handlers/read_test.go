@@ -169,8 +169,11 @@ func TestNegotiation(t *testing.T) {
 			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: notAcceptable}, "application/json", "Status", false},
 		{"Table only", call{method: "GET", path: configMaps + "/a", headers: []string{"Accept: " + table}}, want{code: 200}, "application/json", "Table", false},
 		{"Table only, for a list", call{method: "GET", path: configMaps, headers: []string{"Accept: " + table}}, want{code: 200}, "application/json", "Table", false},
+		// kube-apiserver answers a write with its object converted, when asked.
 		{"Table for a create", call{method: "POST", path: configMaps, body: configMapJSON("t", nil), headers: []string{"Accept: " + table}},
-			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: notAcceptable}, "application/json", "Status", false},
+			want{code: 201}, "application/json", "Table", false},
+		{"metadata for a create", call{method: "POST", path: configMaps, body: configMapJSON("m", nil), headers: []string{"Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"}},
+			want{code: 201}, "application/json", "PartialObjectMetadata", false},
 		{"HTML only, for a create", call{method: "POST", path: configMaps, body: configMapJSON("c", nil), headers: []string{"Accept: text/html"}},
 			want{code: 406, reason: metav1.StatusReasonNotAcceptable, message: noRoute}, "application/json", "Status", false},
 	}

@@ -97,8 +97,13 @@ func responseType(rq *request) string {
 	return mediaType
 }
 
-// writeObject answers with obj in the negotiated media type.
+// writeObject answers with obj in the negotiated media type, converted to a Table or its
+// metadata when the client asks for one, as kube-apiserver answers writes.
 func (h *Handler) writeObject(rq *request, code int, obj *unstructured.Unstructured) {
+	if target, ok := routing.NegotiateRead(rq.req.Header.Get("Accept"), false, rq.protobuf); ok && target.As != "" {
+		writeConvertedAs(rq, code, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()})
+		return
+	}
 	mediaType := responseType(rq)
 	if mediaType == routing.Protobuf {
 		typed, err := h.typedFromUnstructured(obj)
@@ -119,7 +124,7 @@ func (h *Handler) writeObject(rq *request, code int, obj *unstructured.Unstructu
 
 // writeResult answers with a write's object, reusing the JSON the write produced if it can.
 func (h *Handler) writeResult(rq *request, code int, res objects.Result) {
-	if res.Raw != nil {
+	if target, ok := routing.NegotiateRead(rq.req.Header.Get("Accept"), false, rq.protobuf); res.Raw != nil && (!ok || target.As == "") {
 		h.writeStored(rq, code, responseType(rq), res.Raw)
 		return
 	}
@@ -243,7 +248,8 @@ func checkAcceptable(rq *request) error {
 	if err := checkRouteAccepts(rq); err != nil {
 		return err
 	}
-	if _, ok := routing.NegotiateObject(rq.req.Header.Get("Accept"), rq.protobuf); !ok {
+	// A write answers with its object, which a client may ask for as a Table or its metadata.
+	if _, ok := routing.NegotiateRead(rq.req.Header.Get("Accept"), false, rq.protobuf); !ok {
 		return notAcceptable()
 	}
 	return nil
