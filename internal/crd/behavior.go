@@ -72,6 +72,11 @@ func (b *customBehavior) Normalize(obj *unstructured.Unstructured) ([]string, er
 	if b.structural == nil {
 		return nil, nil
 	}
+	// The root's metadata decodes as kube's does, with json's own error for a value of the wrong
+	// type; CoerceWithOptions would report it as a field error.
+	if _, _, err := schemaobjectmeta.GetObjectMeta(obj.Object, false); err != nil {
+		return nil, err
+	}
 	var unknown []string
 	if errs, dropped := schemaobjectmeta.CoerceWithOptions(nil, obj.Object, b.structural, true, schemaobjectmeta.CoerceOptions{
 		ReturnUnknownFieldPaths: true,

@@ -233,3 +233,17 @@ spec:
 		t.Errorf("transition rule not enforced: %v", agg)
 	}
 }
+
+// Metadata of the wrong types is refused with json's error, as kube-apiserver's decoding of a
+// custom resource refuses it (not as a field error).
+func TestMetadataOfWrongTypes(t *testing.T) {
+	b := widgetBehavior(t, 0)
+	for doc, want := range map[string]string{
+		"metadata: {name: w, annotations: {c0: {a: x}}}": "json: cannot unmarshal object into Go struct field ObjectMeta.annotations of type string",
+		"metadata: {name: w, labels: {c0: 5}}":           "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string",
+	} {
+		if _, err := b.Normalize(object(t, doc)); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}
