@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/objects"
 )
@@ -85,6 +88,14 @@ func (h *Handler) scale(rq *request) error {
 			patched, err := h.applyPatchAs(rq, pt, scaleGVK, currentJSON, patch)
 			if err != nil {
 				return nil, err
+			}
+			if pt != types.StrategicMergePatchType {
+				// kube decodes the patched Scale into its Go type: values of the wrong type are
+				// the patch's fault (the strategic merge patch checks this as it applies).
+				if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &autoscalingv1.Scale{}); err != nil {
+					return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+						field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
+				}
 			}
 			obj, _, err := decodeObject(patched, "Scale")
 			if err != nil {

@@ -109,3 +109,17 @@ func TestCustomResourcesAdmitted(t *testing.T) {
 		t.Errorf("second bag: %v %s\nwant %s", err, errOut, want)
 	}
 }
+
+// A patch of a Scale that leaves values of the wrong type is the patch's fault, answered as
+// kube answers it (its fields were handed to field management, which choked on them).
+func TestScalePatchOfWrongTypes(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	l.must(t, "create", "deployment", "d1", "--image=nginx")
+	a := l.request(t, "PATCH", "/apis/apps/v1/namespaces/default/deployments/d1/scale", `{"metadata":{"annotations":{"c0":{"a":"x"}}}}`,
+		"Content-Type: application/merge-patch+json")
+	if a.code != 422 || !strings.Contains(a.body, `json: cannot unmarshal object into Go struct field ObjectMeta.metadata.annotations of type string`) ||
+		!strings.Contains(a.body, `"field":"patch"`) {
+		t.Errorf("merge patch of a Scale's annotations with a map: %d %s", a.code, a.body)
+	}
+}
