@@ -52,26 +52,20 @@ func EnsureNamespaces(ctx context.Context, svc *objects.Service) error {
 // missing, as kube-apiserver's hooks do on every start. A failure is logged: lapis serves
 // without them, as kube-apiserver retries its hooks.
 func EnsureDefaults(ctx context.Context, svc *objects.Service, log *slog.Logger) {
-	var objs []struct {
+	type object struct {
 		gvr     schema.GroupVersionResource
 		manager string
 		obj     runtime.Object
 	}
-	add := func(gvr schema.GroupVersionResource, manager string, obj runtime.Object) {
-		objs = append(objs, struct {
-			gvr     schema.GroupVersionResource
-			manager string
-			obj     runtime.Object
-		}{gvr, manager, obj})
-	}
+	var objs []object
 	for _, pc := range schedulingv1.SystemPriorityClasses() {
-		add(priorityClasses, apiServerManager, pc)
+		objs = append(objs, object{priorityClasses, apiServerManager, pc})
 	}
 	for _, pl := range append(apfbootstrap.MandatoryPriorityLevelConfigurations, apfbootstrap.SuggestedPriorityLevelConfigurations...) {
-		add(priorityLevels, apfManager, pl.DeepCopy())
+		objs = append(objs, object{priorityLevels, apfManager, pl.DeepCopy()})
 	}
 	for _, fs := range append(apfbootstrap.MandatoryFlowSchemas, apfbootstrap.SuggestedFlowSchemas...) {
-		add(flowSchemas, apfManager, fs.DeepCopy())
+		objs = append(objs, object{flowSchemas, apfManager, fs.DeepCopy()})
 	}
 	for _, o := range objs {
 		r, ok := svc.Catalog().Lookup(o.gvr)

@@ -1,18 +1,12 @@
 package catalog
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
-
 // Verb sets as kube-apiserver serves and advertises them. Built-in resources list their verbs
 // sorted; custom resources list them in the order the apiextensions discovery controller uses.
 var (
 	builtinVerbs     = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	namespaceVerbs   = []string{"create", "delete", "get", "list", "patch", "update", "watch"} // no deletecollection
 	crdVerbs         = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 	subresourceVerbs = []string{"get", "patch", "update"}
-	finalizeVerbs    = []string{"update"}
 )
-
-var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 
 // Verbs are the verbs the resource itself serves.
 func (r *Resource) Verbs() []string {
@@ -21,8 +15,6 @@ func (r *Resource) Verbs() []string {
 		return r.ResourceVerbs
 	case r.CRD != nil:
 		return crdVerbs
-	case r.StorageGroupResource == namespacesResource:
-		return namespaceVerbs
 	}
 	return builtinVerbs
 }
@@ -49,10 +41,6 @@ func (r *Resource) SubresourceVerbs(sub string) []string {
 	case "scale":
 		if r.Scale != nil {
 			return subresourceVerbs
-		}
-	case "finalize":
-		if r.CRD == nil && r.StorageGroupResource == namespacesResource {
-			return finalizeVerbs
 		}
 	}
 	return nil

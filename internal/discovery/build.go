@@ -222,11 +222,6 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	for _, s := range r.Subresources { // a built-in type's, as kube's discovery lists them
 		subs = append(subs, sub{s.Name, metav1.GroupVersionKind{Group: s.Kind.Group, Version: s.Kind.Version, Kind: s.Kind.Kind}, s.Verbs})
 	}
-	if r.Subresources != nil {
-		// listed above
-	} else if verbs := r.SubresourceVerbs("finalize"); verbs != nil {
-		subs = append(subs, sub{"finalize", *kind, verbs})
-	}
 	status := sub{"status", *kind, r.SubresourceVerbs("status")}
 	scale := sub{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, r.SubresourceVerbs("scale")}
 	switch {

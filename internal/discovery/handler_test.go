@@ -32,7 +32,13 @@ func testCatalog() *catalog.Catalog {
 	core := schema.GroupVersion{Version: "v1"}
 	cat.AddBuiltin(
 		&catalog.Resource{GroupVersion: core, Name: "namespaces", Kind: "Namespace", Singular: "namespace",
-			ShortNames: []string{"ns"}, HasStatus: true, StorageGroupResource: schema.GroupResource{Resource: "namespaces"}},
+			ShortNames: []string{"ns"}, HasStatus: true, StorageGroupResource: schema.GroupResource{Resource: "namespaces"},
+			// As kube's discovery data describes namespaces (catalog/kube).
+			ResourceVerbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+			Subresources: []catalog.Subresource{
+				{Name: "finalize", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"update"}},
+				{Name: "status", Kind: schema.GroupVersionKind{Kind: "Namespace"}, Verbs: []string{"get", "patch", "update"}},
+			}},
 		&catalog.Resource{GroupVersion: core, Name: "configmaps", Kind: "ConfigMap", Singular: "configmap", Namespaced: true,
 			ShortNames: []string{"cm"}, StorageGroupResource: schema.GroupResource{Resource: "configmaps"}},
 		&catalog.Resource{GroupVersion: schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}, Name: "leases",

@@ -91,6 +91,10 @@ func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
 	if opts.FieldSelector != nil {
 		f.fields = opts.FieldSelector
 	}
+	f.needsBody = !f.labels.Empty()
+	if f.fields.Empty() {
+		return f, nil // asking the type for its selectable fields costs a conversion
+	}
 	supported := map[string]bool{"metadata.name": true, "metadata.namespace": true}
 	extra := r.Behavior.SelectableFields(&unstructured.Unstructured{Object: map[string]any{}})
 	for k := range extra {
@@ -116,9 +120,6 @@ func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
 		if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
 			f.needsBody, f.needsFields = true, true
 		}
-	}
-	if !f.labels.Empty() {
-		f.needsBody = true
 	}
 	return f, nil
 }

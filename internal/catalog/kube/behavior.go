@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -22,7 +21,6 @@ import (
 // rest.BeforeCreate and rest.BeforeUpdate with the type's registry strategies.
 type behavior struct {
 	t        *Type
-	scheme   *runtime.Scheme
 	served   schema.GroupVersionKind
 	internal schema.GroupVersionKind
 }
@@ -31,7 +29,6 @@ func newBehavior(t *Type) *behavior {
 	gv := t.Resource.GroupVersion()
 	return &behavior{
 		t:        t,
-		scheme:   t.scheme(),
 		served:   gv.WithKind(t.Kind),
 		internal: schema.GroupVersionKind{Group: t.internalGroup(), Version: runtime.APIVersionInternal, Kind: t.Kind},
 	}
@@ -40,7 +37,7 @@ func newBehavior(t *Type) *behavior {
 // Normalize decodes the object strictly into its Go type, as kube's JSON serializer does:
 // unknown fields are named, values of the wrong type are an error.
 func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
-	obj, err := b.scheme.New(b.served)
+	obj, err := scheme().New(b.served)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +45,7 @@ func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unknown, b.fromTyped(u, obj)
+	return unknown, typedToUnstructured(u, obj, b.served)
 }
 
 // Default defaults the object and takes it through the internal version and back, as kube's
@@ -152,7 +149,7 @@ func (b *behavior) SelectableFields(u *unstructured.Unstructured) fields.Set {
 
 // toInternal converts served content to the internal version, defaulting it first if asked.
 func (b *behavior) toInternal(u *unstructured.Unstructured, withDefaults bool) (runtime.Object, error) {
-	return toInternal(b.scheme, u, b.served, b.internal, withDefaults)
+	return toInternal(scheme(), u, b.served, b.internal, withDefaults)
 }
 
 func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, internal schema.GroupVersionKind, withDefaults bool) (runtime.Object, error) {
@@ -180,20 +177,20 @@ func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, inte
 // reads apply them to what it stored: a status the strategy reset reads back defaulted (a
 // PersistentVolumeClaim's phase Pending).
 func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runtime.Object) error {
-	versioned, err := b.scheme.New(b.served)
+	versioned, err := scheme().New(b.served)
 	if err != nil {
 		return err
 	}
-	if err := b.scheme.Convert(obj, versioned, nil); err != nil {
+	if err := scheme().Convert(obj, versioned, nil); err != nil {
 		return err
 	}
-	b.scheme.Default(versioned)
+	scheme().Default(versioned)
 	return typedToUnstructured(u, versioned, b.served)
 }
 
 // fromInternal replaces u's content with obj at the served version.
 func (b *behavior) fromInternal(u *unstructured.Unstructured, obj runtime.Object) error {
-	out, err := fromInternal(b.scheme, obj, b.served)
+	out, err := fromInternal(scheme(), obj, b.served)
 	if err != nil {
 		return err
 	}
@@ -216,10 +213,6 @@ func fromInternal(scheme *runtime.Scheme, obj runtime.Object, to schema.GroupVer
 	return u, nil
 }
 
-func (b *behavior) fromTyped(u *unstructured.Unstructured, obj runtime.Object) error {
-	return typedToUnstructured(u, obj, b.served)
-}
-
 func typedToUnstructured(u *unstructured.Unstructured, obj runtime.Object, gvk schema.GroupVersionKind) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -240,9 +233,6 @@ func convertVersion(scheme *runtime.Scheme, internalGroup string, u *unstructure
 	internal := schema.GroupVersionKind{Group: internalGroup, Version: runtime.APIVersionInternal, Kind: from.Kind}
 	obj, err := toInternal(scheme, u, from, internal, false)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := meta.Accessor(obj); err != nil {
 		return nil, err
 	}
 	return fromInternal(scheme, obj, to.WithKind(from.Kind))

@@ -9,7 +9,6 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -28,8 +27,6 @@ type Type struct {
 	StorageVersion schema.GroupVersion
 	strategies
 }
-
-func (t *Type) scheme() *runtime.Scheme { return scheme() }
 
 // internalGroup is the group of the internal version objects convert through: the served
 // group's own (events.k8s.io's internal Event is core's Event type).
@@ -127,7 +124,7 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 		ResourceVerbs:        entry.Verbs,
 		HasStatus:            row.sub["status"] != nil,
 		Behavior:             b,
-		Printer:              newPrinter(t, tables),
+		Printer:              newPrinter(b, tables),
 		ResetFields:          resetFields(row),
 		FieldLabel: func(label, value string) (string, string, error) {
 			return scheme().ConvertFieldLabel(gv.WithKind(t.Kind), label, value)

@@ -18,14 +18,14 @@ import (
 // newPrinter is the type's Table as kube-apiserver makes it: with the type's own table
 // convertor (kube's printers, always wide, for most types), on the object converted to the
 // internal version. Nil, the default Name and Created At table, when kube has no printer for it.
-func newPrinter(t *Type, tables rest.TableConvertor) *catalog.Printer {
+func newPrinter(b *behavior, tables rest.TableConvertor) *catalog.Printer {
+	t := b.t
 	if t.defaultTable {
 		return nil
 	}
 	if t.table != nil {
 		tables = t.table
 	}
-	b := newBehavior(t)
 	empty, err := scheme().New(b.internal)
 	if err != nil {
 		return nil
