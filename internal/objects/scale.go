@@ -50,7 +50,6 @@ func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespac
 	if err != nil {
 		return Result{}, apierrors.NewInternalError(err)
 	}
-	var newScale *unstructured.Unstructured
 	wo := opts
 	wo.fieldsTracked = true
 	wo.Subresource = ""
@@ -89,7 +88,6 @@ func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespac
 		}
 		parent.SetManagedFields(parentEntries)
 		parent.SetResourceVersion(next.GetResourceVersion())
-		newScale = next
 		return parent, nil
 	}, wo)
 	if err != nil {
@@ -99,11 +97,8 @@ func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespac
 	if err != nil {
 		return Result{}, err
 	}
-	if r.CRD != nil {
-		// apiextensions answers a custom resource's Scale with its managedFields; kube's
-		// built-in scale endpoints answer without.
-		out.SetManagedFields(newScale.GetManagedFields())
-	}
+	// kube-apiserver answers a Scale without managedFields, built-in and custom resources alike
+	// (checked against kube 1.37).
 	return Result{Object: out, Warnings: res.Warnings}, nil
 }
 

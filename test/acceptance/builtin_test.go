@@ -123,3 +123,19 @@ func TestScalePatchOfWrongTypes(t *testing.T) {
 		t.Errorf("merge patch of a Scale's annotations with a map: %d %s", a.code, a.body)
 	}
 }
+
+// kube-apiserver answers a write of a Scale without managedFields, for built-in and custom
+// resources alike (asked of kube 1.37: apiextensions' scale endpoint does not add them).
+func TestScaleAnswersWithoutManagedFields(t *testing.T) {
+	t.Parallel()
+	l := startLapis(t)
+	l.applyCRD(t, webAppCRD, "webapps.ssa.example.com")
+	l.mustIn(t, "apiVersion: ssa.example.com/v1\nkind: WebApp\nmetadata: {name: w}\nspec: {replicas: 1}\n", "apply", "-f", "-")
+	l.must(t, "create", "deployment", "d", "--image=nginx")
+	for _, path := range []string{"/apis/ssa.example.com/v1/namespaces/default/webapps/w/scale", "/apis/apps/v1/namespaces/default/deployments/d/scale"} {
+		a := l.request(t, "PATCH", path+"?fieldManager=m", `{"spec":{"replicas":3}}`, "Content-Type: application/merge-patch+json")
+		if a.code != 200 || strings.Contains(a.body, "managedFields") || !strings.Contains(a.body, `"replicas":3`) {
+			t.Errorf("%s: %d %s", path, a.code, a.body)
+		}
+	}
+}
