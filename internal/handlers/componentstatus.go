@@ -113,7 +113,7 @@ func (h *Handler) componentStatuses(rq *request) error {
 		}
 		raws = append(raws, raw)
 	}
-	h.writeList(rq, http.StatusOK, target.MediaType, metav1.ListMeta{}, raws)
+	h.writeList(rq, http.StatusOK, target.MediaType, metav1.ListMeta{}, raws, nil)
 	return nil
 }
 

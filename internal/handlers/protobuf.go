@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -114,34 +116,97 @@ func (h *Handler) typedFromUnstructured(u *unstructured.Unstructured) (runtime.O
 	return obj, nil
 }
 
-// typedList is a list response as the resource's Go list type (corev1.ConfigMapList), its items
-// decoded from their stored JSON.
-func (h *Handler) typedList(r *catalog.Resource, meta metav1.ListMeta, items [][]byte) (runtime.Object, error) {
+// protobufList is a list in kube's Protobuf: the envelope (runtime.Unknown) around the list
+// type's message, whose ListMeta is field 1 and items field 2 in every list type of k8s.io/api.
+// Each item is encoded from its Go type, once per stored object for as long as it is unchanged
+// when memos has a memo for it.
+func (h *Handler) protobufList(r *catalog.Resource, meta metav1.ListMeta, items [][]byte, memos []objects.Memo) (*parts, error) {
 	gvk := r.GroupVersion.WithKind(r.ListKind)
+	itemType, err := h.listItemType(gvk)
+	if err != nil {
+		return nil, err
+	}
+	metaBytes, err := meta.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	memoKey := "protobuf:" + r.GroupVersion.String()
+	encoded := make([][]byte, len(items))
+	listSize := protobufFieldSize(len(metaBytes))
+	for i, raw := range items {
+		encode := func() ([]byte, error) { return protobufItem(itemType, raw) }
+		if i < len(memos) && memos[i] != nil {
+			encoded[i], err = memos[i].Encoded(memoKey, encode)
+		} else {
+			encoded[i], err = encode()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", r.Kind, err)
+		}
+		listSize += protobufFieldSize(len(encoded[i]))
+	}
+	typeMeta, err := (&runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}).Marshal()
+	if err != nil {
+		return nil, err
+	}
+	body := &parts{pieces: make([][]byte, 0, 2*len(items)+2)}
+	head := append([]byte(nil), protobufPrefix...)
+	head = appendProtobufField(head, 1, typeMeta) // runtime.Unknown's typeMeta
+	head = appendProtobufTag(head, 2, listSize)   // runtime.Unknown's raw: the list
+	head = appendProtobufField(head, 1, metaBytes)
+	body.add(head)
+	for _, b := range encoded {
+		body.add(appendProtobufTag(nil, 2, len(b)), b)
+	}
+	body.add([]byte{3<<3 | 2, 0, 4<<3 | 2, 0}) // runtime.Unknown's contentEncoding and contentType, empty
+	return body, nil
+}
+
+// protobufPrefix starts every Protobuf object kube sends.
+var protobufPrefix = []byte("k8s\x00")
+
+// appendProtobufTag appends the key and length of a length-delimited field.
+func appendProtobufTag(b []byte, field, size int) []byte {
+	return binary.AppendUvarint(append(b, byte(field<<3|2)), uint64(size))
+}
+
+func appendProtobufField(b []byte, field int, value []byte) []byte {
+	return append(appendProtobufTag(b, field, len(value)), value...)
+}
+
+// protobufFieldSize is the encoded size of a length-delimited field of fields 1 to 15.
+func protobufFieldSize(size int) int {
+	return 1 + len(binary.AppendUvarint(nil, uint64(size))) + size
+}
+
+// listItemType is the Go type of the items of a built-in list type, checked to have the layout
+// protobufList writes.
+func (h *Handler) listItemType(gvk schema.GroupVersionKind) (reflect.Type, error) {
 	list, err := h.typed.New(gvk)
 	if err != nil {
 		return nil, err
 	}
-	itemsPtr, err := apimeta.GetItemsPtr(list)
-	if err != nil {
+	t := reflect.TypeOf(list).Elem()
+	meta, okMeta := t.FieldByName("ListMeta")
+	items, okItems := t.FieldByName("Items")
+	if !okMeta || !okItems || items.Type.Kind() != reflect.Slice ||
+		!strings.HasPrefix(meta.Tag.Get("protobuf"), "bytes,1,opt,") || !strings.HasPrefix(items.Tag.Get("protobuf"), "bytes,2,rep,") {
+		return nil, fmt.Errorf("%s has no Protobuf form lapis knows", gvk.Kind)
+	}
+	return items.Type.Elem(), nil
+}
+
+// protobufItem encodes an item's JSON as the Protobuf of its Go type.
+func protobufItem(t reflect.Type, raw []byte) ([]byte, error) {
+	item := reflect.New(t).Interface()
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, item); err != nil {
 		return nil, err
 	}
-	slice := reflect.ValueOf(itemsPtr).Elem()
-	slice.Set(reflect.MakeSlice(slice.Type(), len(items), len(items)))
-	for i, raw := range items {
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, slice.Index(i).Addr().Interface()); err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", r.Kind, err)
-		}
+	m, ok := item.(interface{ Marshal() ([]byte, error) })
+	if !ok {
+		return nil, fmt.Errorf("%s has no Protobuf form", t)
 	}
-	accessor, err := apimeta.ListAccessor(list)
-	if err != nil {
-		return nil, err
-	}
-	accessor.SetResourceVersion(meta.ResourceVersion)
-	accessor.SetContinue(meta.Continue)
-	accessor.SetRemainingItemCount(meta.RemainingItemCount)
-	list.GetObjectKind().SetGroupVersionKind(gvk)
-	return list, nil
+	return m.Marshal()
 }
 
 // partialMetadata converts items into the PartialObjectMetadata (one item) or

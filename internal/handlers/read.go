@@ -134,7 +134,7 @@ func (h *Handler) list(rq *request) error {
 		return err
 	}
 	meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
-	h.writeList(rq, http.StatusOK, target.MediaType, meta, list.Items)
+	h.writeList(rq, http.StatusOK, target.MediaType, meta, list.Items, list.Memos)
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -146,36 +148,135 @@ func (h *Handler) writeStored(rq *request, code int, mediaType string, raw []byt
 }
 
 // writeList answers with a list of the resource's objects, items in JSON, in mediaType.
-func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1.ListMeta, items [][]byte) {
+func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1.ListMeta, items [][]byte, memos []objects.Memo) {
 	if mediaType == routing.Protobuf {
-		list, err := h.typedList(rq.resource, meta, items)
+		list, err := h.protobufList(rq.resource, meta, items, memos)
 		if err != nil {
 			writeError(rq.w, rq.req, err)
 			return
 		}
-		writeProtobuf(rq.w, rq.req, code, list)
+		sendParts(rq.w, rq.req, code, protobufMediaType, list)
 		return
 	}
-	if rq.resource.CRD == nil {
-		// kube's typed lists leave each item's kind and apiVersion out; custom resources' keep them.
-		for i, it := range items {
-			items[i] = withoutTypeMeta(it)
+	// kube's typed lists leave each item's kind and apiVersion out; custom resources' keep them.
+	list := jsonList(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items, rq.resource.CRD == nil)
+	if mediaType != routing.JSON {
+		writeBodyAs(rq.w, rq.req, code, list.bytes(), mediaType)
+		return
+	}
+	sendParts(rq.w, rq.req, code, mediaType, list)
+}
+
+// sendParts writes a body made of parts.
+func sendParts(w http.ResponseWriter, req *http.Request, code int, contentType string, body *parts) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(body.size))
+	w.WriteHeader(code)
+	if req.Method != http.MethodHead {
+		_ = body.writeTo(w)
+	}
+}
+
+// parts is a response body made of the pieces it is given, written out without being assembled
+// in memory: a list of thousands of objects would otherwise cost a copy of all of them, and its
+// garbage collection, per request.
+type parts struct {
+	pieces [][]byte
+	size   int
+}
+
+func (p *parts) add(b ...[]byte) {
+	for _, piece := range b {
+		p.pieces = append(p.pieces, piece)
+		p.size += len(piece)
+	}
+}
+
+// chunkSize is how much of a body is written at a time.
+const chunkSize = 256 << 10
+
+var chunkBuffers = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+// writeTo writes the body in chunks of chunkSize bytes.
+func (p *parts) writeTo(w io.Writer) error {
+	chunk := chunkBuffers.Get().(*[chunkSize]byte)
+	defer chunkBuffers.Put(chunk)
+	buf := chunk[:0]
+	for _, piece := range p.pieces {
+		for len(piece) > 0 {
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+			n := min(len(piece), cap(buf)-len(buf))
+			buf, piece = append(buf, piece[:n]...), piece[n:]
 		}
 	}
-	writeBodyAs(rq.w, rq.req, code, listBody(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items), mediaType)
+	_, err := w.Write(buf)
+	return err
+}
+
+// bytes is the whole body in memory.
+func (p *parts) bytes() []byte {
+	var b bytes.Buffer
+	b.Grow(p.size)
+	_ = p.writeTo(&b)
+	return b.Bytes()
+}
+
+// jsonList is a JSON list around already-encoded items, without their kind and apiVersion if
+// asked.
+func jsonList(apiVersion, listKind string, meta metav1.ListMeta, items [][]byte, withoutTypes bool) *parts {
+	metaJSON, _ := json.Marshal(meta)
+	l := &parts{pieces: make([][]byte, 0, 3*len(items)+2)}
+	l.add(fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, listKind, apiVersion, metaJSON))
+	for i, it := range items {
+		if i > 0 {
+			l.add(comma)
+		}
+		switch tail, ok := afterTypeMeta(it); {
+		case !withoutTypes:
+			l.add(it)
+		case ok:
+			l.add(openBrace, tail)
+		default:
+			l.add(withoutTypeMeta(it))
+		}
+	}
+	l.add([]byte("]}"))
+	return l
+}
+
+var comma, openBrace = []byte{','}, []byte{'{'}
+
+// afterTypeMeta is an object's JSON after its leading apiVersion and kind, where lapis's
+// encoding puts them (their values never hold quotes); "{" and the rest make the object
+// without them.
+func afterTypeMeta(item []byte) ([]byte, bool) {
+	const apiVersion, kind = `{"apiVersion":"`, `","kind":"`
+	rest, ok := bytes.CutPrefix(item, []byte(apiVersion))
+	if !ok {
+		return nil, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 || !bytes.HasPrefix(rest[i:], []byte(kind)) {
+		return nil, false
+	}
+	rest = rest[i+len(kind):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || j+1 >= len(rest) || rest[j+1] != ',' {
+		return nil, false
+	}
+	return rest[j+2:], true
 }
 
 // withoutTypeMeta is an object's JSON without its apiVersion and kind: cut from the front where
 // lapis's encoding puts them (their values never hold quotes), else by decoding.
 func withoutTypeMeta(item []byte) []byte {
-	const apiVersion, kind = `{"apiVersion":"`, `","kind":"`
-	if rest, ok := bytes.CutPrefix(item, []byte(apiVersion)); ok {
-		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.HasPrefix(rest[i:], []byte(kind)) {
-			rest = rest[i+len(kind):]
-			if j := bytes.IndexByte(rest, '"'); j >= 0 && j+1 < len(rest) && rest[j+1] == ',' {
-				return append([]byte{'{'}, rest[j+2:]...)
-			}
-		}
+	if tail, ok := afterTypeMeta(item); ok {
+		return append([]byte{'{'}, tail...)
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(item, &m); err != nil {
@@ -293,28 +394,6 @@ func notAcceptable() error {
 		// PartialObjectMetadata in it.
 		Message: fmt.Sprintf("only the following media types are accepted: %s, %s, %s", routing.JSON, routing.YAML, routing.Protobuf),
 	}}
-}
-
-// listBody assembles a list response around already-encoded items.
-func listBody(apiVersion, listKind string, meta metav1.ListMeta, items [][]byte) []byte {
-	metaJSON, _ := json.Marshal(meta)
-	n := len(apiVersion) + len(listKind) + len(metaJSON) + 64
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	var b bytes.Buffer
-	b.Grow(n)
-	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":`, listKind, apiVersion)
-	b.Write(metaJSON)
-	b.WriteString(`,"items":[`)
-	for i, it := range items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(it)
-	}
-	b.WriteString("]}")
-	return b.Bytes()
 }
 
 func contentType(req *http.Request) string {

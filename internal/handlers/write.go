@@ -178,6 +178,6 @@ func (h *Handler) deleteCollection(rq *request) error {
 		}
 		items = append(items, raw)
 	}
-	h.writeList(rq, http.StatusOK, responseType(rq), metav1.ListMeta{ResourceVersion: rv}, items)
+	h.writeList(rq, http.StatusOK, responseType(rq), metav1.ListMeta{ResourceVersion: rv}, items, nil)
 	return nil
 }

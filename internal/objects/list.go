@@ -24,9 +24,17 @@ import (
 // ListOptions are a list's query parameters, selectors already parsed.
 type ListOptions = metainternalversion.ListOptions
 
+// Memo keeps an object's other encodings (Protobuf, say) for as long as it is unchanged.
+type Memo interface {
+	Encoded(key string, encode func() ([]byte, error)) ([]byte, error)
+}
+
 // RawList is one page of a list, each item the JSON served for it.
 type RawList struct {
-	Items              [][]byte
+	Items [][]byte
+	// Memos, when not nil, holds for each item whose JSON is the cached object's as it is a
+	// memo of the object's other encodings (nil for the others).
+	Memos              []Memo
 	ResourceVersion    string
 	Continue           string
 	RemainingItemCount *int64
@@ -158,7 +166,11 @@ func (s *Service) ListRaw(ctx context.Context, r *catalog.Resource, namespace st
 		}
 		err = s.listCached(ctx, r, namespace, opts, f, func(e *watchcache.Entry) error {
 			raw, err := s.rawFromEntry(r, e, e.ModRevision)
-			out.Items = append(out.Items, raw)
+			var m Memo
+			if len(raw) > 0 && len(e.Value) > 0 && &raw[0] == &e.Value[0] { // served as cached
+				m = e
+			}
+			out.Items, out.Memos = append(out.Items, raw), append(out.Memos, m)
 			return err
 		}, &out)
 		if !errors.Is(err, errUseStorage) {

@@ -19,11 +19,19 @@ import (
 
 // Entry is one object, with what filtering needs parsed once. Its Value is the JSON served for
 // it at the version it is stored at: the stored value with its resourceVersion spliced in, so a
-// list from the cache is a concatenation.
+// list from the cache is a concatenation. An entry never changes: a change makes a new one.
 type Entry struct {
 	storage.KeyValue
 	Namespace, Name string
 	Labels          labels.Set
+
+	encodings memo
+}
+
+// Encoded returns encode's result for this object and key (an encoding of it other than its
+// JSON, say Protobuf), computing it once for as long as the object is unchanged.
+func (e *Entry) Encoded(key string, encode func() ([]byte, error)) ([]byte, error) {
+	return e.encodings.get(key, encode)
 }
 
 // Event is one change. Watchers share it; Encoded memoizes per-version encodings.
@@ -35,25 +43,34 @@ type Event struct {
 	// Previous is the object before the change (nil when it was created).
 	Previous *Entry
 
-	mu      sync.Mutex
-	encoded map[string][]byte
+	encodings memo
 }
 
 // Encoded returns encode's result for this event and version key, computing it once.
 func (e *Event) Encoded(version string, encode func() ([]byte, error)) ([]byte, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if b, ok := e.encoded[version]; ok {
+	return e.encodings.get(version, encode)
+}
+
+// memo keeps encodings by key.
+type memo struct {
+	mu      sync.Mutex
+	encoded map[string][]byte
+}
+
+func (m *memo) get(key string, encode func() ([]byte, error)) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if b, ok := m.encoded[key]; ok {
 		return b, nil
 	}
 	b, err := encode()
 	if err != nil {
 		return nil, err
 	}
-	if e.encoded == nil {
-		e.encoded = map[string][]byte{}
+	if m.encoded == nil {
+		m.encoded = map[string][]byte{}
 	}
-	e.encoded[version] = b
+	m.encoded[key] = b
 	return b, nil
 }
 
