@@ -243,6 +243,11 @@ func (o unstructuredObjects) ConvertToVersion(in runtime.Object, target runtime.
 	if !ok {
 		return nil, fmt.Errorf("cannot convert %T", in)
 	}
+	if gv, ok := target.(schema.GroupVersion); ok && gv == u.GroupVersionKind().GroupVersion() {
+		// The field manager converts to the version it already has around every merge; it reads
+		// what it is given and defaults only the merge it made, so no copy is needed.
+		return u, nil
+	}
 	if gv, ok := target.(schema.GroupVersion); ok && o.r != nil && o.r.ConvertVersion != nil {
 		// kube's conversions, across groups too: a core/v1 Event's managers may have written it
 		// through events.k8s.io/v1.

@@ -196,7 +196,7 @@ func (c *Collector) syncResources(ctx context.Context) {
 		c.followed[r.StorageGroupResource] = f
 		c.replaceLocked(r.StorageGroupResource, items, meta.ResourceVersion)
 		c.mu.Unlock()
-		go c.objects.Follow(fctx, r, func(obj *unstructured.Unstructured, deleted bool) {
+		go c.objects.FollowMetadata(fctx, r, func(obj *unstructured.Unstructured, deleted bool) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if c.followed[r.StorageGroupResource] != f {

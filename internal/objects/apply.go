@@ -46,9 +46,15 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	}
 	wo := opts.WriteOptions
 	wo.fieldsTracked = true
-	// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict
-	// (checked against the schema) say the configuration is clean.
-	wo.cleanCustom = len(warnings) == 0 && opts.FieldValidation != "Ignore"
+	if r.CRD != nil {
+		// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict
+		// (checked against the schema) say the configuration is clean.
+		wo.cleanMerge = len(warnings) == 0 && opts.FieldValidation != "Ignore"
+	} else {
+		// Warn and Ignore decoded the configuration into its Go type above (Strict checked it
+		// against the schema only, which lets a fraction through where an integer belongs).
+		wo.cleanMerge = opts.FieldValidation != "Strict"
+	}
 	wo.DecodeIssues = nil // reported above
 	for {
 		res, err := s.Update(ctx, r, namespace, name, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {

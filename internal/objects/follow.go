@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
@@ -15,6 +16,30 @@ import (
 // storage trouble) it lists again, so handle sees every object's latest state. It is how lapis's
 // own controllers keep up with storage.
 func (s *Service) Follow(ctx context.Context, r *catalog.Resource, handle func(obj *unstructured.Unstructured, deleted bool)) {
+	s.follow(ctx, r, handle, func(raw []byte) (*unstructured.Unstructured, error) {
+		obj := &unstructured.Unstructured{}
+		return obj, obj.UnmarshalJSON(raw)
+	})
+}
+
+// FollowMetadata is Follow for handlers that read only metadata: changed objects come with
+// their apiVersion, kind and metadata alone, which spares decoding the rest.
+func (s *Service) FollowMetadata(ctx context.Context, r *catalog.Resource, handle func(obj *unstructured.Unstructured, deleted bool)) {
+	s.follow(ctx, r, handle, func(raw []byte) (*unstructured.Unstructured, error) {
+		var partial struct {
+			APIVersion string         `json:"apiVersion"`
+			Kind       string         `json:"kind"`
+			Metadata   map[string]any `json:"metadata"`
+		}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &partial); err != nil {
+			return nil, err
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": partial.APIVersion, "kind": partial.Kind, "metadata": partial.Metadata}}, nil
+	})
+}
+
+func (s *Service) follow(ctx context.Context, r *catalog.Resource, handle func(obj *unstructured.Unstructured, deleted bool), decode func([]byte) (*unstructured.Unstructured, error)) {
 	for ctx.Err() == nil {
 		items, meta, err := s.List(ctx, r, "", ListOptions{})
 		if err != nil {
@@ -33,8 +58,8 @@ func (s *Service) Follow(ctx context.Context, r *catalog.Resource, handle func(o
 			if ev.Type == watch.Error {
 				break
 			}
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(ev.Object); err != nil {
+			obj, err := decode(ev.Object)
+			if err != nil {
 				continue
 			}
 			handle(obj, ev.Type == watch.Deleted)

@@ -35,8 +35,10 @@ type WriteOptions struct {
 	Patched *[]byte
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
-	// cleanCustom is set by Apply when its configuration fit the custom resource's schema.
-	cleanCustom bool
+	// cleanMerge is set by Apply when the merge it hands over needs no decoding again: a custom
+	// resource's configuration fit its schema; a built-in object's decoded into its Go type, and
+	// the field manager's merge of it has been defaulted through that type.
+	cleanMerge bool
 	// Manager is the field manager recorded in managedFields for this write.
 	Manager string
 	// Subresource is "status" for writes through the status subresource, "finalize" for a
@@ -61,6 +63,10 @@ type Result struct {
 
 // maxGenerateNameAttempts matches kube-apiserver, which retries a generated name that collides.
 const maxGenerateNameAttempts = 8
+
+// defaulted says the object written is a server-side apply's merge of a built-in object, which
+// the field manager has defaulted.
+func (o WriteOptions) defaulted(r *catalog.Resource) bool { return o.cleanMerge && r.CRD == nil }
 
 // Create stores a new object in namespace (ignored for cluster-scoped resources).
 func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts WriteOptions) (Result, error) {
@@ -89,7 +95,9 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 		if generated {
 			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
 		}
-		r.Behavior.Default(obj)
+		if !opts.defaulted(r) {
+			r.Behavior.Default(obj)
+		}
 		// As in kube-apiserver: fields are tracked as the client sent them (defaulted), before
 		// the strategy resets what clients may not set.
 		if obj, err = s.trackFields(r, nil, obj, opts); err != nil {
@@ -169,9 +177,9 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
 			obj.GetKind(), gvk.Version, gvk.Kind, gvk.Version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
 	}
-	if opts.cleanCustom && r.CRD != nil {
+	if opts.cleanMerge {
 		// A merge of a stored object and an applied configuration that both fit the schema
-		// fits it too: pruning would find nothing.
+		// fits it too: pruning or decoding would find nothing.
 		return nil, nil
 	}
 	unknown, err := r.Behavior.Normalize(obj)
@@ -382,7 +390,9 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	if err := setNamespace(r, obj, namespace); err != nil {
 		return Result{}, nil, err
 	}
-	r.Behavior.Default(obj)
+	if !opts.defaulted(r) {
+		r.Behavior.Default(obj)
+	}
 	if opts.Direct {
 		carryUpdateMeta(r, obj, old)
 		return Result{Warnings: warnings}, catalog.NoAllocation{}, nil
