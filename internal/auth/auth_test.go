@@ -1,11 +1,7 @@
 package auth
 
 import (
-	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,51 +40,5 @@ func TestCredentialsPersist(t *testing.T) {
 	pool.AddCert(first.CA)
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool}); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestAuthenticate(t *testing.T) {
-	creds, err := LoadOrCreate(t.TempDir(), "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := NewAuthenticator(creds.AdminToken)
-	clientCert, err := tls.X509KeyPair(creds.ClientCert, creds.ClientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(clientCert.Certificate[0])
-	tests := []struct {
-		name  string
-		setup func(r *http.Request)
-		user  string
-		ok    bool
-	}{
-		{"anonymous", func(*http.Request) {}, "", false},
-		{"admin token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+creds.AdminToken) }, "admin", true},
-		{"wrong token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, "", false},
-		{"basic auth", func(r *http.Request) { r.SetBasicAuth("admin", creds.AdminToken) }, "", false},
-		{"verified client certificate", func(r *http.Request) {
-			r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf}}}
-		}, "admin", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest("GET", "/api", nil)
-			tt.setup(req)
-			u, ok := a.Authenticate(req)
-			if ok != tt.ok || u.Name != tt.user {
-				t.Errorf("got %+v %v", u, ok)
-			}
-			if ok {
-				ctx := WithUser(context.Background(), u)
-				if got, _ := UserFrom(ctx); got.Name != u.Name {
-					t.Error("user not carried in the context")
-				}
-			}
-		})
-	}
-	if allowed, _, _ := (AllowAuthenticated{}).Authorize(context.Background(), Attributes{}); !allowed {
-		t.Error("AllowAuthenticated refused")
 	}
 }

@@ -1,5 +1,4 @@
-// Package auth owns who may talk to lapis: the credentials it creates on first start (a CA, a
-// serving certificate, an admin token and client certificate, all under the data directory),
-// the authenticator that turns a request into a user, and the Authorizer interface the request
-// path consults (today every authenticated user is allowed).
+// Package auth owns the credentials lapis creates on first start: a CA, a serving certificate,
+// an admin token and client certificate, all under the data directory. Who is asking
+// (authn) and what they may do (authz) live in its subpackages.
 package auth

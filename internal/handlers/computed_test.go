@@ -1,19 +1,13 @@
 package handlers
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"testing"
 
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeuser "k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/kubernetes/pkg/apis/policy"
-
-	"github.com/lapis-dev/lapis/internal/auth"
 )
 
 // TestCheckAndDecrement: kube's budget checks, messages and codes, as lapis's eviction makes them.
@@ -90,64 +84,5 @@ func TestPropagateDryRun(t *testing.T) {
 				t.Errorf("got %v %v, want dry-run %v", opts, err, tc.want)
 			}
 		})
-	}
-}
-
-type denyAll struct{}
-
-func (denyAll) Authorize(context.Context, auth.Attributes) (bool, string, error) {
-	return false, "no", nil
-}
-
-type recording struct{ got *auth.Attributes }
-
-func (r recording) Authorize(_ context.Context, a auth.Attributes) (bool, string, error) {
-	*r.got = a
-	return true, "", nil
-}
-
-// TestKubeAuthorizer: lapis's Authorizer answers kube's access reviews and rules reviews.
-func TestKubeAuthorizer(t *testing.T) {
-	user := &kubeuser.DefaultInfo{Name: "bob", Groups: []string{"g"}}
-	resource := authorizer.AttributesRecord{User: user, Verb: "get", APIGroup: "apps", APIVersion: "v1", Resource: "deployments",
-		Subresource: "scale", Namespace: "ns", Name: "d", ResourceRequest: true}
-	var got auth.Attributes
-	decision, _, _ := kubeAuthorizer{recording{&got}}.Authorize(context.Background(), resource)
-	want := auth.Attributes{User: auth.User{Name: "bob", Groups: []string{"g"}}, Verb: "get", Group: "apps", Version: "v1",
-		Resource: "deployments", Subresource: "scale", Namespace: "ns", Name: "d"}
-	if decision != authorizer.DecisionAllow || got.Verb != want.Verb || got.Resource != want.Resource || got.Subresource != want.Subresource ||
-		got.Namespace != want.Namespace || got.Name != want.Name || got.User.Name != "bob" || got.Group != "apps" {
-		t.Errorf("resource request: %v %+v, want allow %+v", decision, got, want)
-	}
-	decision, _, _ = kubeAuthorizer{recording{&got}}.Authorize(context.Background(), authorizer.AttributesRecord{User: user, Verb: "get", Path: "/healthz"})
-	if got.Path != "/healthz" || got.Resource != "" {
-		t.Errorf("non-resource request: %+v", got)
-	}
-	if decision, reason, _ := (kubeAuthorizer{denyAll{}}).Authorize(context.Background(), resource); decision != authorizer.DecisionNoOpinion || reason != "no" {
-		t.Errorf("refusal: %v %q, want NoOpinion", decision, reason)
-	}
-
-	rules, nonResource, incomplete, err := kubeAuthorizer{auth.AllowAuthenticated{}}.RulesFor(context.Background(), user, "ns")
-	if err != nil || incomplete || len(rules) != 1 || rules[0].GetVerbs()[0] != "*" || len(nonResource) != 1 {
-		t.Errorf("AllowAuthenticated rules: %v %v %v %v", rules, nonResource, incomplete, err)
-	}
-	if _, _, incomplete, err := (kubeAuthorizer{denyAll{}}).RulesFor(context.Background(), user, "ns"); !incomplete || err == nil {
-		t.Errorf("an authorizer without rules: incomplete %v, err %v; want an incomplete answer that says why", incomplete, err)
-	}
-}
-
-// TestTokenAuthenticator: a token nobody owns is kube's "invalid bearer token".
-func TestTokenAuthenticator(t *testing.T) {
-	a := tokenAuthenticator{auth.NewAuthenticator("secret")}
-	req := func(token string) *http.Request {
-		r, _ := http.NewRequest(http.MethodGet, "/", nil)
-		r.Header.Set("Authorization", "Bearer "+token)
-		return r
-	}
-	if resp, ok, err := a.AuthenticateRequest(req("secret")); !ok || err != nil || resp.User.GetName() != "admin" {
-		t.Errorf("admin token: %v %v %v", resp, ok, err)
-	}
-	if _, ok, err := a.AuthenticateRequest(req("other")); ok || err == nil || err.Error() != "invalid bearer token" {
-		t.Errorf("unknown token: %v %v", ok, err)
 	}
 }

@@ -59,21 +59,21 @@ func (h *Handler) connect(rq *request) error {
 			if err := decodeConnectOptions(query, opts); err != nil {
 				return err
 			}
-			_, err := (&podrest.ExecREST{Store: pods, KubeletConn: conn, Authorizer: kubeAuthorizer{h.computed.authz}}).Connect(ctx, rq.info.Name, opts, nil)
+			_, err := (&podrest.ExecREST{Store: pods, KubeletConn: conn, Authorizer: h.computed.authz}).Connect(ctx, rq.info.Name, opts, nil)
 			return connectOutcome(rq, err)
 		case "attach":
 			opts := &api.PodAttachOptions{}
 			if err := decodeConnectOptions(query, opts); err != nil {
 				return err
 			}
-			_, err := (&podrest.AttachREST{Store: pods, KubeletConn: conn, Authorizer: kubeAuthorizer{h.computed.authz}}).Connect(ctx, rq.info.Name, opts, nil)
+			_, err := (&podrest.AttachREST{Store: pods, KubeletConn: conn, Authorizer: h.computed.authz}).Connect(ctx, rq.info.Name, opts, nil)
 			return connectOutcome(rq, err)
 		case "portforward":
 			opts := &api.PodPortForwardOptions{}
 			if err := decodeConnectOptions(query, opts); err != nil {
 				return err
 			}
-			_, err := (&podrest.PortForwardREST{Store: pods, KubeletConn: conn, Authorizer: kubeAuthorizer{h.computed.authz}}).Connect(ctx, rq.info.Name, opts, nil)
+			_, err := (&podrest.PortForwardREST{Store: pods, KubeletConn: conn, Authorizer: h.computed.authz}).Connect(ctx, rq.info.Name, opts, nil)
 			return connectOutcome(rq, err)
 		case "proxy":
 			if _, _, err := pod.ResourceLocation(ctx, pods, nil, rq.info.Name); err != nil {

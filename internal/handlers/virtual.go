@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,39 +11,47 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/routing"
 )
 
 // computed is what the resources and subresources kube-apiserver answers without storing them
 // need beyond the objects pipeline: who is asking and what they may do.
 type computed struct {
-	authn TokenAuthenticator
-	authz auth.Authorizer
+	authn     authenticator.Request
+	audiences authenticator.Audiences
+	authz     authorizer.Authorizer
+	rules     authorizer.RuleResolver
 	// components are the servers componentstatuses reports on (kube's serversToValidate).
 	components componentServers
 	fields     fieldManagers
 }
 
-// TokenAuthenticator decides who a bearer token belongs to (auth.Authenticator): tokenreviews
-// ask it.
-type TokenAuthenticator interface {
-	Authenticate(req *http.Request) (auth.User, bool)
+// Auth is what the request path knows about identity that the review resources answer from:
+// kube's authenticator (tokenreviews), the API audiences, and kube's authorizer and rule
+// resolver (access and rules reviews).
+type Auth struct {
+	Authenticator authenticator.Request
+	Audiences     authenticator.Audiences
+	Authorizer    authorizer.Authorizer
+	Rules         authorizer.RuleResolver
 }
 
-// WithAuth gives the handler the authenticator and authorizer of the request path, which the
-// review resources answer from.
-func (h *Handler) WithAuth(authn TokenAuthenticator, authz auth.Authorizer) *Handler {
-	h.computed.authn, h.computed.authz = authn, authz
+// WithAuth gives the handler the request path's authenticator and authorizer.
+func (h *Handler) WithAuth(a Auth) *Handler {
+	h.computed.authn, h.computed.audiences, h.computed.authz, h.computed.rules = a.Authenticator, a.Audiences, a.Authorizer, a.Rules
 	return h
 }
 
 func newComputed(h *Handler) *computed {
-	return &computed{authz: auth.AllowAuthenticated{}, components: h.kubeComponents}
+	return &computed{authz: authorizerfactory.NewAlwaysAllowAuthorizer(), rules: authorizerfactory.NewAlwaysAllowAuthorizer(),
+		components: h.kubeComponents}
 }
 
 // virtual answers the resources kube-apiserver computes rather than stores (reviews, bindings,

@@ -3,8 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	kubeuser "k8s.io/apiserver/pkg/authentication/user"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
@@ -13,9 +11,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/discovery"
 	"github.com/lapis-dev/lapis/internal/handlers"
@@ -29,20 +33,57 @@ var Version = version.Info{
 	GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
 }
 
-// chain builds the request path: recover → health/version (open to all) → authenticate →
-// authorize → discovery, OpenAPI or resource verbs.
-func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handler {
-	authn := auth.NewAuthenticator(creds.AdminToken)
-	var authz auth.Authorizer = auth.AllowAuthenticated{}
+// identity is who may do what: kube's authenticator, API audiences, authorizer and rule
+// resolver, as the request path and the review resources use them.
+type identity struct {
+	authn     authenticator.Request
+	audiences authenticator.Audiences
+	authz     authorizer.Authorizer
+	rules     authorizer.RuleResolver
+}
+
+// chain builds the request path as kube-apiserver's handler chain orders it, with kube's own
+// filters: request info → authentication → impersonation → authorization, then health, version,
+// discovery, OpenAPI, profiling or resource verbs. Nothing is served before authorization.
+func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
-	verbs := handlers.New(s.objects).WithAuth(authn, authz)
+	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules})
 	health := newHealth(s.objects.Store(), s.ready.Load)
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)
 	profiling.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	profiling.HandleFunc("/debug/pprof/trace", pprof.Trace)
 
+	serve := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if h, ok := health.handler(req.URL.Path); ok {
+			h(w, req)
+			return
+		}
+		info := routing.Parse(req)
+		switch {
+		case req.URL.Path == "/version" || req.URL.Path == "/version/":
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(Version)
+		case info.IsResource:
+			verbs.Serve(w, req, info)
+		case strings.HasPrefix(req.URL.Path, "/debug/pprof"):
+			// Profiling, as kube-apiserver's --profiling (on by default), for whom RBAC lets in.
+			profiling.ServeHTTP(w, req)
+		case disc.Serves(req.URL.Path):
+			disc.ServeHTTP(w, req)
+		case req.URL.Path == "/openapi/v2" || strings.HasPrefix(req.URL.Path, "/openapi/v3"):
+			oapi.ServeHTTP(w, req)
+		default:
+			handlers.WriteError(w, req, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		}
+	})
+	codecs := legacyscheme.Codecs
+	var handler http.Handler = serve
+	handler = genericfilters.WithAuthorization(handler, id.authz, codecs)
+	handler = impersonation.WithConstrainedImpersonation(handler, id.authz, codecs)
+	handler = genericfilters.WithAuthentication(handler, id.authn, genericfilters.Unauthorized(codecs), id.audiences, nil)
+	handler = genericfilters.WithRequestInfo(handler, requestInfoResolver)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -53,47 +94,12 @@ func (s *Server) chain(creds *auth.Credentials, cat *catalog.Catalog) http.Handl
 				handlers.WriteError(w, req, apierrors.NewInternalError(fmt.Errorf("%v", p)))
 			}
 		}()
-		if h, ok := health.handler(req.URL.Path); ok {
-			h(w, req)
-			return
-		}
-		switch req.URL.Path {
-		case "/version", "/version/":
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(Version)
-			return
-		}
-		user, ok := authn.Authenticate(req)
-		if !ok {
-			handlers.WriteError(w, req, apierrors.NewUnauthorized("Unauthorized"))
-			return
-		}
-		ctx := auth.WithUser(req.Context(), user)
-		// kube's strategies and admission plugins read the user where kube-apiserver keeps it.
-		ctx = genericapirequest.WithUser(ctx, &kubeuser.DefaultInfo{Name: user.Name, Groups: user.Groups})
-		req = req.WithContext(ctx)
-		info := routing.Parse(req)
-		attrs := auth.Attributes{User: user, Path: req.URL.Path, Verb: strings.ToLower(req.Method)}
-		if info.IsResource {
-			attrs = auth.Attributes{User: user, Verb: info.Verb, Group: info.Group, Version: info.Version,
-				Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
-		}
-		if allowed, reason, err := authz.Authorize(ctx, attrs); err != nil || !allowed {
-			handlers.WriteError(w, req, apierrors.NewForbidden(schema.GroupResource{Group: info.Group, Resource: info.Resource}, info.Name, fmt.Errorf("%s", reason)))
-			return
-		}
-		switch {
-		case info.IsResource:
-			verbs.Serve(w, req, info)
-		case strings.HasPrefix(req.URL.Path, "/debug/pprof"):
-			// Profiling for authenticated users, as kube-apiserver's --profiling (on by default).
-			profiling.ServeHTTP(w, req)
-		case disc.Serves(req.URL.Path):
-			disc.ServeHTTP(w, req)
-		case req.URL.Path == "/openapi/v2" || strings.HasPrefix(req.URL.Path, "/openapi/v3"):
-			oapi.ServeHTTP(w, req)
-		default:
-			handlers.WriteError(w, req, apierrors.NewNotFound(schema.GroupResource{}, ""))
-		}
+		handler.ServeHTTP(w, req)
 	})
+}
+
+// requestInfoResolver is kube-apiserver's: the attributes every request is authorized with.
+var requestInfoResolver = &genericapirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
 }

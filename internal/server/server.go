@@ -125,7 +125,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(creds.CA)
 	s.http = &http.Server{
-		Handler: withRequestTimeout(s.chain(creds, cat), cfg.RequestTimeout),
+		Handler: withRequestTimeout(s.chain(newIdentity(creds, clientCAs), cat), cfg.RequestTimeout),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{creds.Serving},
 			ClientCAs:    clientCAs,

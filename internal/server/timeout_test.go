@@ -157,6 +157,9 @@ func TestIdleConnectionsClosed(t *testing.T) {
 				reused := false
 				trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
 				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", cfg.Host+"/healthz", nil)
+				// Authenticated: as kube-apiserver, lapis closes anonymous HTTP/2 connections after
+				// each request (kube's UnauthenticatedHTTP2DOSMitigation).
+				req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
 				resp, err := client.Do(req)
 				if err != nil {
 					t.Fatal(err)
