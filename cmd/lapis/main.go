@@ -68,6 +68,14 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this https URL (e.g. https://127.0.0.1:2379), for other lapis processes: only to the client certificate written to DIR/pki/etcd-client.{crt,key}")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request other than a watch may take before it is answered 504 Timeout")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "CIDR (or an IPv4 and an IPv6 CIDR, comma-separated) from which Services get cluster IPs; its first IP is the kubernetes Service's")
+	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"RBAC"}, "ordered list of authorization modes: RBAC, AlwaysAllow")
+	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated), allowed only what RBAC grants them")
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "also accept client certificates signed by a CA in this file (CN is the user, O the groups)")
+	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format (token,user,uid,\"group1,group2\")")
+	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key that signs ServiceAccount tokens (default: one generated in DIR/pki/sa.key)")
+	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "more PEM keys that verify ServiceAccount tokens")
+	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, "issuer of ServiceAccount tokens; the first signs, all are accepted (default https://kubernetes.default.svc.cluster.local)")
+	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest validity a TokenRequest may ask for (0: no limit)")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "port range (MIN-MAX, inclusive) from which NodePort and LoadBalancer Services get node ports")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -229,7 +229,7 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	force := opts.Force != nil && *opts.Force
 	res, err := h.objects.Apply(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
 		WriteOptions: objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-			Manager: opts.FieldManager, Subresource: rq.info.Subresource},
+			Manager: opts.FieldManager, Subresource: rq.info.Subresource, AuthorizeCreate: h.authorizeAs(rq, "create")},
 		Force: force,
 	})
 	writeWarnings(rq.w, res.Warnings)

@@ -39,6 +39,10 @@ type WriteOptions struct {
 	// resource's configuration fit its schema; a built-in object's decoded into its Go type, and
 	// the field manager's merge of it has been defaulted through that type.
 	cleanMerge bool
+	// AuthorizeCreate, when set, must allow a create before it is stored: a write that creates
+	// what did not exist (server-side apply) is authorized as a create too, where kube-apiserver
+	// asks, after the object's validation.
+	AuthorizeCreate func(ctx context.Context) error
 	// Manager is the field manager recorded in managedFields for this write.
 	Manager string
 	// Subresource is "status" for writes through the status subresource, "finalize" for a
@@ -109,6 +113,9 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 			return Result{}, err
 		}
 		strategyWarnings, err := r.Behavior.BeforeCreate(ctx, obj)
+		if err == nil && opts.AuthorizeCreate != nil {
+			err = opts.AuthorizeCreate(ctx)
+		}
 		if err != nil {
 			alloc.Finish(ctx, false)
 			return Result{}, err

@@ -34,6 +34,23 @@ type Config struct {
 	// ServiceClusterIPRange and ServiceNodePortRange are kube-apiserver's flags of those names;
 	// empty means kube's defaults (allocate.DefaultClusterIPRange, allocate.DefaultNodePortRange).
 	ServiceClusterIPRange, ServiceNodePortRange string
+	// AuthorizationModes is kube-apiserver's --authorization-mode: RBAC (empty means RBAC) or
+	// AlwaysAllow. system:masters may do everything whatever the mode.
+	AuthorizationModes []string
+	// AnonymousAuth lets requests without credentials in as system:anonymous (kube's
+	// --anonymous-auth; on by default there, and RBAC allows them little).
+	AnonymousAuth bool
+	// ClientCAFile adds a CA whose client certificates authenticate (CN user, O groups).
+	ClientCAFile string
+	// TokenAuthFile is a static token file in kube-apiserver's CSV format.
+	TokenAuthFile string
+	// ServiceAccountSigningKeyFile signs ServiceAccount tokens (default: DataDir/pki/sa.key,
+	// generated once); ServiceAccountKeyFiles verify more; ServiceAccountIssuers are the
+	// issuers (the first signs); ServiceAccountMaxTokenExpiration bounds TokenRequests.
+	ServiceAccountSigningKeyFile     string
+	ServiceAccountKeyFiles           []string
+	ServiceAccountIssuers            []string
+	ServiceAccountMaxTokenExpiration time.Duration
 }
 
 // Defaults as documented for `lapis serve`.

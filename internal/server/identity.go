@@ -30,4 +30,3 @@ func newIdentity(creds *auth.Credentials, clientCAs *x509.CertPool) identity {
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
 	return identity{authn: authn, authz: allow, rules: allow}
 }
-

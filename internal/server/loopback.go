@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,6 +23,7 @@ type loopback struct {
 	chain   atomic.Pointer[admission.Interface]
 	factory informers.SharedInformerFactory
 	config  *rest.Config // for lapis's controllers that are kube's (the quota controller)
+	client  kubernetes.Interface
 }
 
 // chainOrNil is the admission chain once built; nil before.
@@ -33,8 +34,8 @@ func (l *loopback) chainOrNil() admission.Interface {
 	return nil
 }
 
-// build makes the chain for a server listening at addr; its informers start with start.
-func (l *loopback) build(addr net.Addr, creds *auth.Credentials, stop <-chan struct{}) error {
+// connect makes the loopback client and the informer factory of a server listening at addr.
+func (l *loopback) connect(addr net.Addr, creds *auth.Credentials) error {
 	cfg := &rest.Config{
 		Host:            "https://" + addr.String(),
 		BearerToken:     creds.AdminToken,
@@ -48,10 +49,14 @@ func (l *loopback) build(addr net.Addr, creds *auth.Credentials, stop <-chan str
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
 	}
-	l.config = cfg
+	l.config, l.client = cfg, client
 	l.factory = informers.NewSharedInformerFactory(client, 0)
-	// Authorization is issue of its own: today every authenticated user may do everything.
-	chain, err := lapisadmission.New(client, l.factory, authorizerfactory.NewAlwaysAllowAuthorizer(), stop)
+	return nil
+}
+
+// buildChain makes the admission chain; its informers start with start.
+func (l *loopback) buildChain(authz authorizer.Authorizer, stop <-chan struct{}) error {
+	chain, err := lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory, Authorizer: authz, Stop: stop})
 	if err != nil {
 		return err
 	}

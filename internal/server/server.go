@@ -113,7 +113,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
 	}
-	if err := lb.build(s.listener.Addr(), creds, runCtx.Done()); err != nil {
+	if err := lb.connect(s.listener.Addr(), creds); err != nil {
+		_ = s.listener.Close()
+		return fail(err)
+	}
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(creds.CA)
+	id := newIdentity(creds, clientCAs)
+	if err := lb.buildChain(id.authz, runCtx.Done()); err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}
@@ -122,10 +129,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		_ = s.listener.Close()
 		return fail(err)
 	}
-	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(creds.CA)
 	s.http = &http.Server{
-		Handler: withRequestTimeout(s.chain(newIdentity(creds, clientCAs), cat), cfg.RequestTimeout),
+		Handler: withRequestTimeout(s.chain(id, cat), cfg.RequestTimeout),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{creds.Serving},
 			ClientCAs:    clientCAs,

@@ -50,13 +50,14 @@ func TestStartServeShutdown(t *testing.T) {
 		t.Errorf("version %+v %v", v, err)
 	}
 
-	// Health is open to all; resources need credentials.
+	// As kube-apiserver: anonymous requests are system:anonymous, which RBAC lets read health
+	// (system:public-info-viewer) and nothing else.
 	anonymous := rest.AnonymousClientConfig(cfg)
 	client, err := rest.HTTPClientFor(anonymous)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/livez": 200, "/api/v1/namespaces": 401, "/nope": 401} {
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/livez": 200, "/version": 200, "/api/v1/namespaces": 403, "/nope": 403} {
 		resp, err := client.Get(cfg.Host + path)
 		if err != nil {
 			t.Fatal(err)

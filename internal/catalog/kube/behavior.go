@@ -68,6 +68,9 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
+	if err := b.checkWrite(ctx, obj, ""); err != nil {
+		return w, err
+	}
 	attrs := b.admission().Attributes(ctx, obj, nil, b.served, b.t.Resource, "", admission.Create, &metav1.CreateOptions{})
 	if err := b.admission().Mutate(ctx, attrs); err != nil {
 		return w, err
@@ -98,6 +101,9 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
+	if err := b.checkWrite(ctx, obj, subresource); err != nil {
+		return w, err
+	}
 	attrs := b.admission().Attributes(ctx, obj, oldObj, b.served, b.t.Resource, subresource, admission.Update, &metav1.UpdateOptions{})
 	if err := b.admission().Mutate(ctx, attrs); err != nil {
 		return w, err
@@ -109,6 +115,14 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 		return w, err
 	}
 	return w, b.fromInternalDefaulted(u, obj)
+}
+
+// checkWrite asks Deps.CheckWrite about a write of the resource itself.
+func (b *behavior) checkWrite(ctx context.Context, obj runtime.Object, subresource string) error {
+	if b.t.checkWrite == nil || subresource != "" {
+		return nil
+	}
+	return b.t.checkWrite(ctx, obj)
 }
 
 // gracefulDelete is kube's rest.BeforeDelete for types deleted gracefully.

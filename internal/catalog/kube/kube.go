@@ -80,7 +80,7 @@ func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*
 				if !ok {
 					continue
 				}
-				row.admission = d.Admission
+				row.admission, row.checkWrite = d.Admission, d.CheckWrite
 				r, err := resource(g.Group, v.Version, entry, row, tables)
 				if err != nil {
 					return nil, err
