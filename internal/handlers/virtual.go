@@ -31,6 +31,7 @@ type computed struct {
 	// components are the servers componentstatuses reports on (kube's serversToValidate).
 	components componentServers
 	fields     fieldManagers
+	tokens     TokenIssuer // serviceaccounts/token issues tokens with it (token.go)
 }
 
 // Auth is what the request path knows about identity that the review resources answer from:
