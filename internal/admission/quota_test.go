@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -71,7 +70,7 @@ func TestResourceQuota(t *testing.T) {
 			defer cancel()
 			client := fake.NewSimpleClientset(tc.quota, account, namespace)
 			factory := informers.NewSharedInformerFactory(client, 0)
-			chain, err := New(client, factory, authorizerfactory.NewAlwaysAllowAuthorizer(), ctx.Done())
+			chain, err := New(testOptions(t, client, factory, ctx.Done()))
 			if err != nil {
 				t.Fatal(err)
 			}
