@@ -40,7 +40,9 @@ type fakeIssuer struct {
 
 const apiAudience = "https://kubernetes.default.svc.cluster.local"
 
-func (f *fakeIssuer) APIAudiences() authenticator.Audiences { return authenticator.Audiences{apiAudience} }
+func (f *fakeIssuer) APIAudiences() authenticator.Audiences {
+	return authenticator.Audiences{apiAudience}
+}
 
 func (f *fakeIssuer) IssueToken(ctx context.Context, sa *corev1.ServiceAccount, req *authenticationapi.TokenRequest, bound runtime.Object) (*authenticationapi.TokenRequest, error) {
 	f.mu.Lock()

@@ -38,7 +38,9 @@ func TestRun(t *testing.T) {
 	a.UseServiceAccounts(authn.NewGetter(client, informers.NewSharedInformerFactory(client, 0)))
 	rootCA := []byte("-----BEGIN CERTIFICATE-----\nroot\n-----END CERTIFICATE-----\n")
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, client, informers.NewSharedInformerFactory(client, 0), a.LegacyTokenGenerator(), rootCA) }()
+	go func() {
+		done <- Run(ctx, client, informers.NewSharedInformerFactory(client, 0), a.LegacyTokenGenerator(), rootCA)
+	}()
 
 	var filled *corev1.Secret
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
