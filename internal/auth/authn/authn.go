@@ -2,12 +2,12 @@ package authn
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -46,9 +46,10 @@ type Authenticator struct {
 	extendExpiration     bool
 }
 
-// New builds the chain kube-apiserver builds (pkg/kubeapiserver/authenticator): client
-// certificates, then bearer tokens (also as a websocket protocol), system:authenticated added,
-// then anonymous if enabled — reached only by requests that carry no credentials at all.
+// New builds the chain kube-apiserver builds (pkg/kubeapiserver/authenticator and its loopback
+// token): the admin token, then client certificates and bearer tokens (also as a websocket
+// protocol) with system:authenticated added, then anonymous if enabled — reached only by
+// requests that carry no credentials at all.
 func New(cfg Config) (*Authenticator, error) {
 	return build(cfg, tokenSuccessCacheTTL)
 }
@@ -89,9 +90,6 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 	}
 
 	var tokens []authenticator.Token
-	if cfg.AdminToken != "" {
-		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(a.audiences, adminToken(cfg.AdminToken)))
-	}
 	if cfg.TokenAuthFile != "" {
 		file, err := tokenfile.NewCSV(cfg.TokenAuthFile)
 		if err != nil {
@@ -123,18 +121,14 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 		// An error of the chain (a bad bearer token) is not anonymous.
 		a.request = union.NewFailOnError(a.request, anonymous.NewAuthenticator(nil))
 	}
+	if cfg.AdminToken != "" {
+		// The admin token is lapis's loopback token too: it goes in front of the chain as
+		// kube-apiserver's privileged loopback token does (so a bad token's error reads as
+		// kube's, "[invalid bearer token, ...]").
+		admin := map[string]*user.DefaultInfo{cfg.AdminToken: {Name: AdminUser, Groups: []string{AdminGroup, user.AllAuthenticated}}}
+		a.request = union.New(authenticatorfactory.NewFromTokens(admin, a.audiences), a.request)
+	}
 	return a, nil
-}
-
-// adminToken authenticates lapis's admin token, compared in constant time.
-func adminToken(token string) authenticator.Token {
-	want := []byte(token)
-	return authenticator.TokenFunc(func(_ context.Context, got string) (*authenticator.Response, bool, error) {
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			return nil, false, nil
-		}
-		return &authenticator.Response{User: &user.DefaultInfo{Name: AdminUser, Groups: []string{AdminGroup}}}, true, nil
-	})
 }
 
 // AuthenticateRequest implements authenticator.Request: the response's user, false without

@@ -1,6 +1,7 @@
 // Package authn decides who sent a request, as kube-apiserver's authenticator chain does, with
 // kube's own authenticators (k8s.io/apiserver/pkg/authentication/...): client certificates
-// (CN the user, O the groups), bearer tokens — lapis's admin token, a static token file
+// (CN the user, O the groups), bearer tokens — lapis's admin token (placed as kube-apiserver
+// places its privileged loopback token, which it is to lapis), a static token file
 // (--token-auth-file), ServiceAccount tokens, both bound tokens of the TokenRequest API and
 // legacy tokens of kubernetes.io/service-account-token Secrets — and, when enabled, anonymous
 // requests. An invalid bearer token is an error (401), never anonymous. Authenticated users
