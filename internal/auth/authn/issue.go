@@ -2,6 +2,7 @@ package authn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -143,7 +144,8 @@ func (a *Authenticator) IssueToken(ctx context.Context, sa *corev1.ServiceAccoun
 func (a *Authenticator) podNode(ctx context.Context, name string) (*api.Node, error) {
 	n, err := a.lookups.GetNode(ctx, name)
 	switch {
-	case err == errNotReady, apierrors.IsNotFound(err):
+	// Before the server can look Nodes up, as if it did not exist.
+	case errors.Is(err, errNotReady), apierrors.IsNotFound(err):
 		return &api.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
 	case err != nil:
 		return nil, apierrors.NewInternalError(err)
