@@ -106,6 +106,7 @@ func (h *Handler) token(rq *request) error {
 	return h.writeComputed(rq, http.StatusCreated, out, authenticationv1.SchemeGroupVersion)
 }
 
+// issueToken is the body of kube's TokenREST.Create, in its order, up to the issuer.
 func (h *Handler) issueToken(ctx context.Context, rq *request, req *authenticationapi.TokenRequest, manager string) (*authenticationapi.TokenRequest, error) {
 	endpoint, _ := h.computed.tokens.(*tokenEndpoint)
 	if endpoint != nil {
