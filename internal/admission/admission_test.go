@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -439,5 +441,50 @@ func TestPolicies(t *testing.T) {
 				t.Errorf("warnings: got %q, want %q", w.list, tc.wantWarnings)
 			}
 		})
+	}
+}
+
+// TestPolicyStatus: RunPolicyStatus writes kube-controller-manager's type-checking warnings
+// and observed generation into a ValidatingAdmissionPolicy's status.
+func TestPolicyStatus(t *testing.T) {
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "mistyped", Generation: 1},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas == 'three'"}}}}
+	client := fake.NewClientset(defaulted(policy)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	done := make(chan error, 1)
+	go func() {
+		done <- RunPolicyStatus(ctx, Options{Client: fakeClient{client}, Factory: factory, RESTMapper: mapper})
+	}()
+
+	want := &admissionregistrationv1.TypeChecking{ExpressionWarnings: []admissionregistrationv1.ExpressionWarning{{
+		FieldRef: "spec.validations[0].expression",
+		Warning:  "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_==_' applied to '(int, string)'\n | object.spec.replicas == 'three'\n | .....................^\n"}}}
+	var got admissionregistrationv1.ValidatingAdmissionPolicyStatus
+	for ctx.Err() == nil {
+		p, err := client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "mistyped", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = p.Status; got.ObservedGeneration == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got.ObservedGeneration != 1 || !reflect.DeepEqual(got.TypeChecking, want) {
+		t.Errorf("status %+v, want observedGeneration 1, typeChecking %+v", got, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunPolicyStatus: %v", err)
 	}
 }
