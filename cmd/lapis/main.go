@@ -58,6 +58,7 @@ func usage() {
 func serve(args []string) error {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	cfg := server.Config{}
+	anonymousAuth := true
 	fs.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory for etcd data, TLS material, credentials and the admin kubeconfig")
 	fs.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT to serve on (port 0 picks a free port)")
 	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd cluster to use instead of the embedded one")
@@ -69,7 +70,7 @@ func serve(args []string) error {
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request other than a watch may take before it is answered 504 Timeout")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "CIDR (or an IPv4 and an IPv6 CIDR, comma-separated) from which Services get cluster IPs; its first IP is the kubernetes Service's")
 	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"RBAC"}, "ordered list of authorization modes: RBAC, AlwaysAllow")
-	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated), allowed only what RBAC grants them")
+	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated), allowed only what RBAC grants them")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "also accept client certificates signed by a CA in this file (CN is the user, O the groups)")
 	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format (token,user,uid,\"group1,group2\")")
 	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key that signs ServiceAccount tokens (default: one generated in DIR/pki/sa.key)")
@@ -80,6 +81,7 @@ func serve(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cfg.NoAnonymousAuth = !anonymousAuth
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()

@@ -155,10 +155,10 @@ func (h *Handler) decodeInternal(rq *request, kind string, accepted []schema.Gro
 	return internal, warnings, nil
 }
 
-// preserveSystemFields: pods/binding keeps the Binding's uid and resourceVersion
-// (kube's BindingREST is a SubresourceObjectMetaPreserver).
+// preserveSystemFields: pods/binding keeps the Binding's uid and resourceVersion, a
+// TokenRequest its uid (kube's BindingREST and TokenREST are SubresourceObjectMetaPreservers).
 func preserveSystemFields(rq *request) bool {
-	return rq.info.Subresource == "binding"
+	return rq.info.Subresource == "binding" || rq.info.Subresource == "token"
 }
 
 // writeComputed answers with an internal object converted to gv, with code, as the client

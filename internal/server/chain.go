@@ -40,6 +40,7 @@ type identity struct {
 	audiences authenticator.Audiences
 	authz     authorizer.Authorizer
 	rules     authorizer.RuleResolver
+	tokens    handlers.TokenIssuer // TokenRequests
 }
 
 // chain builds the request path as kube-apiserver's handler chain orders it, with kube's own
@@ -48,7 +49,8 @@ type identity struct {
 func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
-	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules})
+	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}).
+		WithTokenIssuer(id.tokens)
 	health := newHealth(s.objects.Store(), s.ready.Load)
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)

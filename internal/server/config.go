@@ -37,9 +37,9 @@ type Config struct {
 	// AuthorizationModes is kube-apiserver's --authorization-mode: RBAC (empty means RBAC) or
 	// AlwaysAllow. system:masters may do everything whatever the mode.
 	AuthorizationModes []string
-	// AnonymousAuth lets requests without credentials in as system:anonymous (kube's
-	// --anonymous-auth; on by default there, and RBAC allows them little).
-	AnonymousAuth bool
+	// NoAnonymousAuth refuses requests without credentials (401) instead of letting them in as
+	// system:anonymous, whom RBAC allows little (kube's --anonymous-auth=false).
+	NoAnonymousAuth bool
 	// ClientCAFile adds a CA whose client certificates authenticate (CN user, O groups).
 	ClientCAFile string
 	// TokenAuthFile is a static token file in kube-apiserver's CSV format.

@@ -1,32 +1,44 @@
 package server
 
 import (
-	"context"
 	"crypto/x509"
+	"fmt"
+	"os"
 
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/group"
-	"k8s.io/apiserver/pkg/authentication/request/anonymous"
-	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
-	"k8s.io/apiserver/pkg/authentication/request/union"
-	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 
 	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/auth/authn"
 )
 
-// newIdentity builds who may do what.
-// TODO(issue 9): internal/auth/authn and internal/auth/authz replace this interim pair.
-func newIdentity(creds *auth.Credentials, clientCAs *x509.CertPool) identity {
-	admin := authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
-		if token != creds.AdminToken {
-			return nil, false, nil
+// newAuthenticator is kube-apiserver's authenticator chain over lapis's credentials and the
+// identity flags: client certificates of lapis's CA (and --client-ca-file's), the admin token,
+// the token file, ServiceAccount tokens and, when allowed, anonymous requests.
+func newAuthenticator(cfg Config, creds *auth.Credentials) (*authn.Authenticator, error) {
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(creds.CA)
+	if cfg.ClientCAFile != "" {
+		pem, err := os.ReadFile(cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
 		}
-		return &authenticator.Response{User: &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}}}, true, nil
+		if !clientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca-file %s holds no PEM certificate", cfg.ClientCAFile)
+		}
+	}
+	return authn.New(authn.Config{
+		ClientCAs: clientCAs, AdminToken: creds.AdminToken, TokenAuthFile: cfg.TokenAuthFile, Anonymous: !cfg.NoAnonymousAuth,
+		ServiceAccounts: authn.ServiceAccountConfig{
+			DataDir: cfg.DataDir, SigningKeyFile: cfg.ServiceAccountSigningKeyFile, KeyFiles: cfg.ServiceAccountKeyFiles,
+			Issuers: cfg.ServiceAccountIssuers, MaxTokenExpiration: cfg.ServiceAccountMaxTokenExpiration,
+			ExtendExpiration: true, // kube-apiserver's default --service-account-extend-token-expiration
+		},
 	})
-	certs := x509request.New(x509.VerifyOptions{Roots: clientCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, x509request.CommonNameUserConversion)
-	authn := union.New(group.NewAuthenticatedGroupAdder(union.New(certs, bearertoken.New(admin))), anonymous.NewAuthenticator(nil))
+}
+
+// newIdentity is who may do what.
+// TODO(issue 9): internal/auth/authz replaces the interim authorizer.
+func newIdentity(a *authn.Authenticator) identity {
 	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
-	return identity{authn: authn, authz: allow, rules: allow}
+	return identity{authn: a, audiences: a.APIAudiences(), authz: allow, rules: allow, tokens: a}
 }

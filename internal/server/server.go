@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/bootstrap"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
@@ -24,6 +24,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
+	"github.com/lapis-dev/lapis/internal/controllers/tokens"
 	"github.com/lapis-dev/lapis/internal/crd"
 	"github.com/lapis-dev/lapis/internal/gc"
 	"github.com/lapis-dev/lapis/internal/namespace"
@@ -117,9 +118,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		_ = s.listener.Close()
 		return fail(err)
 	}
-	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(creds.CA)
-	id := newIdentity(creds, clientCAs)
+	authenticator, err := newAuthenticator(cfg, creds)
+	if err != nil {
+		_ = s.listener.Close()
+		return fail(err)
+	}
+	id := newIdentity(authenticator)
+	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
 	if err := lb.buildChain(id.authz, runCtx.Done()); err != nil {
 		_ = s.listener.Close()
 		return fail(err)
@@ -133,10 +138,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		Handler: withRequestTimeout(s.chain(id, cat), cfg.RequestTimeout),
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{creds.Serving},
-			ClientCAs:    clientCAs,
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			MinVersion:   tls.VersionTLS12,
-			NextProtos:   []string{"h2", "http/1.1"},
+			// As kube-apiserver: the x509 authenticator verifies certificates, so that one of an
+			// unknown CA is a 401, not a failed handshake.
+			ClientAuth: tls.RequestClientCert,
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"},
 		},
 		// As kube-apiserver: no WriteTimeout, which would end watches; withRequestTimeout
 		// bounds the other requests.
@@ -156,7 +162,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
+	authenticator.UseServiceAccounts(serviceAccounts)
 	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
+	// kube-controller-manager's token controller fills legacy ServiceAccount token Secrets.
+	go func() {
+		if err := tokens.Run(runCtx, lb.client, lb.factory, authenticator.LegacyTokenGenerator(), creds.CAPEM); err != nil && runCtx.Err() == nil {
+			log.Error("ServiceAccount token controller stopped", "err", err)
+		}
+	}()
 	s.ready.Store(true)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
 	// kube-controller-manager's resourcequota controller, over the loopback: quota admission

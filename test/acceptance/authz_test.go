@@ -1,0 +1,231 @@
+package acceptance
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// route is one request a served resource answers: verb on a collection or a named object, of
+// the resource or one of its subresources.
+type route struct {
+	verb, method, path, contentType string
+}
+
+// routesOf lists a request per verb that discovery says each resource and subresource serves,
+// in namespace ns for namespaced ones. Writes are dry runs: the server keeps nothing.
+func routesOf(t *testing.T, l *lapisProc, ns string) []route {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lists, err := dc.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []route
+	for _, list := range lists {
+		gv, _ := schema.ParseGroupVersion(list.GroupVersion)
+		prefix := "/apis/" + list.GroupVersion
+		if gv.Group == "" {
+			prefix = "/api/" + gv.Version
+		}
+		for _, r := range list.APIResources {
+			resource, sub, _ := strings.Cut(r.Name, "/")
+			collection := prefix + "/" + resource
+			if r.Namespaced {
+				collection = prefix + "/namespaces/" + ns + "/" + resource
+			}
+			named := collection + "/x"
+			if sub != "" {
+				named += "/" + sub
+			}
+			for _, verb := range r.Verbs {
+				switch verb {
+				case "list":
+					routes = append(routes, route{verb, http.MethodGet, collection, ""})
+				case "watch":
+					routes = append(routes, route{verb, http.MethodGet, collection + "?watch=1&timeoutSeconds=1", ""})
+				case "deletecollection":
+					routes = append(routes, route{verb, http.MethodDelete, collection + "?dryRun=All&labelSelector=nothing%3Dhere", ""})
+				case "create":
+					target := collection
+					if sub != "" {
+						target = named
+					}
+					routes = append(routes, route{verb, http.MethodPost, target + "?dryRun=All", "application/json"})
+				case "get":
+					routes = append(routes, route{verb, http.MethodGet, named, ""})
+				case "update":
+					routes = append(routes, route{verb, http.MethodPut, named + "?dryRun=All", "application/json"})
+				case "patch":
+					routes = append(routes, route{verb, http.MethodPatch, named + "?dryRun=All", "application/merge-patch+json"})
+				case "delete":
+					routes = append(routes, route{verb, http.MethodDelete, named + "?dryRun=All", ""})
+				}
+			}
+		}
+	}
+	return routes
+}
+
+// TestEveryRouteAuthorized: for every route lapis serves, an identity with no role is refused
+// with kube's 403, an anonymous request too, and one without credentials when anonymous
+// requests are off is 401; bound to cluster-admin, the same identity gets past authorization.
+func TestEveryRouteAuthorized(t *testing.T) {
+	l := startLapis(t)
+	l.must(t, "create", "namespace", "authz")
+	routes := routesOf(t, l, "authz")
+	if len(routes) < 200 {
+		t.Fatalf("discovery gave %d routes, want every built-in resource's", len(routes))
+	}
+	send := func(r route, user string) (int, metav1.Status) { return sendAs(t, l, r, user) }
+	for _, r := range routes {
+		code, status := send(r, "nobody")
+		if code != http.StatusForbidden || status.Reason != metav1.StatusReasonForbidden ||
+			!strings.Contains(status.Message, fmt.Sprintf(`User "nobody" cannot %s resource`, r.verb)) {
+			t.Errorf("%s %s as a user without roles: %d %q, want kube's 403", r.method, r.path, code, status.Message)
+		}
+		if code, status := send(r, ""); code != http.StatusForbidden ||
+			!strings.Contains(status.Message, fmt.Sprintf(`User "system:anonymous" cannot %s resource`, r.verb)) {
+			t.Errorf("%s %s anonymously: %d %q, want kube's 403", r.method, r.path, code, status.Message)
+		}
+	}
+	for _, path := range []string{"/api", "/apis", "/openapi/v2", "/debug/pprof/"} {
+		if code, status := send(route{"get", http.MethodGet, path, ""}, ""); code != http.StatusForbidden ||
+			status.Message != fmt.Sprintf(`forbidden: User "system:anonymous" cannot get path %q`, path) {
+			t.Errorf("anonymous GET %s: %d %q, want kube's 403", path, code, status.Message)
+		}
+	}
+
+	l.must(t, "create", "clusterrolebinding", "somebody-admin", "--clusterrole=cluster-admin", "--user=somebody")
+	eventually(t, 10*time.Second, "the binding takes effect", func() (bool, string) {
+		code, status := send(routes[0], "somebody")
+		return code != http.StatusForbidden, status.Message
+	})
+	for _, r := range routes {
+		if code, status := send(r, "somebody"); code == http.StatusForbidden || code == http.StatusUnauthorized {
+			t.Errorf("%s %s as cluster-admin: %d %q", r.method, r.path, code, status.Message)
+		}
+	}
+
+	closed := startLapis(t, "--anonymous-auth=false")
+	closedRoutes := routesOf(t, closed, "default")
+	for _, r := range append(closedRoutes[:20:20], route{"get", http.MethodGet, "/healthz", ""}, route{"get", http.MethodGet, "/version", ""}) {
+		if code, status := sendAs(t, closed, r, ""); code != http.StatusUnauthorized || status.Reason != metav1.StatusReasonUnauthorized {
+			t.Errorf("%s %s without credentials, anonymous off: %d %q, want 401", r.method, r.path, code, status.Message)
+		}
+	}
+}
+
+// sendAs makes the request as user (impersonated by the admin), or anonymously when user is "".
+func sendAs(t *testing.T, l *lapisProc, r route, user string) (int, metav1.Status) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(l.caData)
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, err := http.NewRequest(r.method, l.server+r.path, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+l.token)
+		req.Header.Set("Impersonate-User", user)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	var status metav1.Status
+	body, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(body, &status)
+	return resp.StatusCode, status
+}
+
+// TestServiceAccountTokens: tokens from the TokenRequest API and from legacy token Secrets
+// authenticate as their ServiceAccount, RBAC applies to them, TokenReview answers for them,
+// and a token bound to a Pod stops working when the Pod is gone.
+func TestServiceAccountTokens(t *testing.T) {
+	l := startLapis(t)
+	l.must(t, "create", "namespace", "robots")
+	eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
+		_, errOut, err := l.kubectl("-n", "robots", "get", "serviceaccount", "default")
+		return err == nil, errOut
+	})
+	whoami := func(token string) (string, string, error) {
+		return l.kubectl("--token="+token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
+	}
+	token := strings.TrimSpace(l.must(t, "-n", "robots", "create", "token", "default"))
+	out, errOut, err := whoami(token)
+	wantEqual(t, "whoami with a TokenRequest token", out+errOut,
+		`system:serviceaccount:robots:default ["system:serviceaccounts","system:serviceaccounts:robots","system:authenticated"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, _ = l.kubectl("--token="+token, "-n", "robots", "get", "pods")
+	wantContains(t, "a ServiceAccount without roles", errOut,
+		`pods is forbidden: User "system:serviceaccount:robots:default" cannot list resource "pods" in API group "" in the namespace "robots"`)
+	l.must(t, "-n", "robots", "create", "rolebinding", "robots-view", "--clusterrole=view", "--serviceaccount=robots:default")
+	eventually(t, 10*time.Second, "the binding applies", func() (bool, string) {
+		_, errOut, err := l.kubectl("--token="+token, "-n", "robots", "get", "pods")
+		return err == nil, errOut
+	})
+
+	review := l.mustIn(t, `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+token+`"}}`,
+		"create", "-f", "-", "-o", "jsonpath={.status.authenticated} {.status.user.username}")
+	wantEqual(t, "TokenReview", review, "true system:serviceaccount:robots:default")
+
+	// A token bound to a Pod works while the Pod exists.
+	l.mustIn(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, "-n", "robots", "create", "-f", "-")
+	bound := strings.TrimSpace(l.must(t, "-n", "robots", "create", "token", "default", "--bound-object-kind=Pod", "--bound-object-name=p"))
+	if _, errOut, err := whoami(bound); err != nil {
+		t.Fatalf("a token bound to an existing Pod: %v %s", err, errOut)
+	}
+	l.must(t, "-n", "robots", "delete", "pod", "p", "--grace-period=0", "--force")
+	eventually(t, 15*time.Second, "a token bound to a deleted Pod is refused", func() (bool, string) {
+		out, errOut, err := whoami(bound)
+		return err != nil && strings.Contains(errOut, "Unauthorized"), out + errOut
+	})
+
+	// A legacy token Secret is filled in by the token controller and authenticates.
+	l.mustIn(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"legacy","annotations":{"kubernetes.io/service-account.name":"default"}},"type":"kubernetes.io/service-account-token"}`,
+		"-n", "robots", "create", "-f", "-")
+	var legacy string
+	eventually(t, 15*time.Second, "the legacy token Secret is filled", func() (bool, string) {
+		out, errOut, _ := l.kubectl("-n", "robots", "get", "secret", "legacy", "-o", "jsonpath={.data.token}")
+		legacy = out
+		return out != "", errOut
+	})
+	decoded, err := base64Decode(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, _ = whoami(decoded)
+	wantContains(t, "whoami with a legacy token", out+errOut, "system:serviceaccount:robots:default")
+}
+
+func base64Decode(s string) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	return string(b), err
+}
