@@ -1,0 +1,476 @@
+package authz
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/auth/rbac/reconciliation"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
+)
+
+// policy is what kube-apiserver's RBAC post-start hook reconciles (its RESTStorageProvider's
+// PolicyData): kube-apiserver's and kube-controller-manager's roles and bindings.
+type policy struct {
+	clusterRoles        []rbacv1.ClusterRole
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+	roles               map[string][]rbacv1.Role
+	roleBindings        map[string][]rbacv1.RoleBinding
+	toAggregate         map[string]string                    // old ClusterRole name → new
+	toSplit             map[string]rbacv1.ClusterRoleBinding // old ClusterRoleBinding name → new
+}
+
+func bootstrapPolicy() policy {
+	return policy{
+		clusterRoles:        append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...),
+		clusterRoleBindings: append(bootstrappolicy.ClusterRoleBindings(), bootstrappolicy.ControllerRoleBindings()...),
+		roles:               bootstrappolicy.NamespaceRoles(),
+		roleBindings:        bootstrappolicy.NamespaceRoleBindings(),
+		toAggregate:         bootstrappolicy.ClusterRolesToAggregate(),
+		toSplit:             bootstrappolicy.ClusterRoleBindingsToSplit(),
+	}
+}
+
+// pollInterval is kube's hook's.
+const pollInterval = time.Second
+
+// EnsureBootstrapPolicy creates or reconciles kube's bootstrap roles and bindings through client
+// (a system:masters client of lapis) as kube-apiserver's rbac/bootstrap-roles post-start hook
+// does: missing rules, subjects, labels and annotations are added, nothing is removed, and
+// objects annotated rbac.authorization.kubernetes.io/autoupdate=false are left alone. It tries
+// every second until everything is reconciled (kube gives up after 30 s: bound ctx so) and
+// returns ctx's end with the last failure. Logs go to ctx's klog logger.
+func EnsureBootstrapPolicy(ctx context.Context, client kubernetes.Interface) error {
+	p := bootstrapPolicy()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		last = p.ensure(ctx, client)
+		return last == nil, nil
+	})
+	if err != nil {
+		if last == nil {
+			last = err
+		}
+		return fmt.Errorf("unable to initialize roles: %w", last)
+	}
+	return nil
+}
+
+// ensure is one pass of kube's ensureRBACPolicy: it reconciles as many objects as it can and
+// reports what failed. What exists is listed once, and read again only when a write races.
+func (p policy) ensure(ctx context.Context, client kubernetes.Interface) error {
+	log := klog.FromContext(ctx)
+	rbac := client.RbacV1()
+	// Lists first, as kube makes sure storage answers before it reconciles.
+	crs, err := rbac.ClusterRoles().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("unable to initialize clusterroles: %w", err)
+	}
+	crbs, err := rbac.ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("unable to initialize clusterrolebindings: %w", err)
+	}
+	rs, err := rbac.Roles(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("unable to initialize roles: %w", err)
+	}
+	rbs, err := rbac.RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("unable to initialize rolebindings: %w", err)
+	}
+	clusterRoles := &clusterRoleModifier{ctx: ctx, client: client, listed: newListed(crs.Items)}
+	clusterRoleBindings := &clusterRoleBindingModifier{ctx: ctx, client: client, listed: newListed(crbs.Items)}
+	namespaces := &namespaceEnsurer{client: client, present: map[string]bool{}}
+	roles := &roleModifier{ctx: ctx, client: client, namespaces: namespaces, listed: newListed(rs.Items)}
+	roleBindings := &roleBindingModifier{ctx: ctx, client: client, namespaces: namespaces, listed: newListed(rbs.Items)}
+
+	if err := p.primeAggregated(ctx, client, clusterRoles.listed); err != nil {
+		return fmt.Errorf("unable to prime aggregated clusterroles: %w", err)
+	}
+	if err := p.primeSplit(ctx, client, clusterRoleBindings.listed); err != nil {
+		return fmt.Errorf("unable to prime split ClusterRoleBindings: %w", err)
+	}
+
+	// Failures do not stop the pass: as many objects as possible are reconciled.
+	var failed []error
+	for i := range p.clusterRoles {
+		role := &p.clusterRoles[i]
+		opts := reconciliation.ReconcileRoleOptions{
+			Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: role.DeepCopy()}, Client: clusterRoles, Confirm: true,
+		}
+		if err := reconcileRole(log, &opts, "clusterrole", "", role.Name); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	for i := range p.clusterRoleBindings {
+		binding := &p.clusterRoleBindings[i]
+		opts := reconciliation.ReconcileRoleBindingOptions{
+			RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: binding.DeepCopy()}, Client: clusterRoleBindings, Confirm: true,
+		}
+		if err := reconcileBinding(log, &opts, "clusterrolebinding", "", binding.Name); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	for ns, list := range p.roles {
+		for i := range list {
+			opts := reconciliation.ReconcileRoleOptions{
+				Role: reconciliation.RoleRuleOwner{Role: list[i].DeepCopy()}, Client: roles, Confirm: true,
+			}
+			if err := reconcileRole(log, &opts, "role", ns, list[i].Name); err != nil {
+				failed = append(failed, err)
+			}
+		}
+	}
+	for ns, list := range p.roleBindings {
+		for i := range list {
+			opts := reconciliation.ReconcileRoleBindingOptions{
+				RoleBinding: reconciliation.RoleBindingAdapter{RoleBinding: list[i].DeepCopy()}, Client: roleBindings, Confirm: true,
+			}
+			if err := reconcileBinding(log, &opts, "rolebinding", ns, list[i].Name); err != nil {
+				failed = append(failed, err)
+			}
+		}
+	}
+	return utilerrors.NewAggregate(failed)
+}
+
+// retryable is kube's: conflicts, and storage not yet ready.
+func retryable(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsServiceUnavailable(err)
+}
+
+func reconcileRole(log klog.Logger, opts *reconciliation.ReconcileRoleOptions, kind, ns, name string) error {
+	err := retry.OnError(retry.DefaultBackoff, retryable, func() error {
+		result, err := opts.Run()
+		if err != nil {
+			return err
+		}
+		switch {
+		case result.Protected && result.Operation != reconciliation.ReconcileNone:
+			log.Info("skipped reconcile-protected "+kind+" with missing permissions", "name", name, "namespace", ns, "missing", result.MissingRules)
+		case result.Operation == reconciliation.ReconcileUpdate:
+			log.V(2).Info("updated "+kind+" with additional permissions", "name", name, "namespace", ns, "missing", result.MissingRules)
+		case result.Operation == reconciliation.ReconcileCreate:
+			log.V(2).Info("created "+kind, "name", name, "namespace", ns)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unable to reconcile %s.%s/%s%s: %w", kind, rbacv1.GroupName, name, inNamespace(ns), err)
+	}
+	return nil
+}
+
+func reconcileBinding(log klog.Logger, opts *reconciliation.ReconcileRoleBindingOptions, kind, ns, name string) error {
+	err := retry.OnError(retry.DefaultBackoff, retryable, func() error {
+		result, err := opts.Run()
+		if err != nil {
+			return err
+		}
+		switch {
+		case result.Protected && result.Operation != reconciliation.ReconcileNone:
+			log.Info("skipped reconcile-protected "+kind+" with missing subjects", "name", name, "namespace", ns, "missing", result.MissingSubjects)
+		case result.Operation == reconciliation.ReconcileUpdate:
+			log.V(2).Info("updated "+kind+" with additional subjects", "name", name, "namespace", ns, "missing", result.MissingSubjects)
+		case result.Operation == reconciliation.ReconcileCreate:
+			log.V(2).Info("created "+kind, "name", name, "namespace", ns)
+		case result.Operation == reconciliation.ReconcileRecreate:
+			log.V(2).Info("recreated "+kind, "name", name, "namespace", ns)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unable to reconcile %s.%s/%s%s: %w", kind, rbacv1.GroupName, name, inNamespace(ns), err)
+	}
+	return nil
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in " + ns
+}
+
+// primeAggregated is kube's primeAggregatedClusterRoles: a role that became aggregated (admin,
+// edit, view) keeps the rules someone added to it, under its aggregated-to name.
+func (p policy) primeAggregated(ctx context.Context, client kubernetes.Interface, listed *listed[rbacv1.ClusterRole]) error {
+	for oldName, newName := range p.toAggregate {
+		if listed.has("", newName) {
+			continue
+		}
+		existing, ok := listed.items[key("", oldName)]
+		if !ok {
+			continue
+		}
+		if existing.AggregationRule != nil {
+			// As kube: already migrated, so nothing else to migrate either.
+			return nil
+		}
+		migrated := existing.DeepCopy()
+		migrated.Name = newName
+		migrated.ResourceVersion = ""
+		klog.FromContext(ctx).V(1).Info("migrating clusterrole", "from", oldName, "to", newName)
+		if _, err := client.RbacV1().ClusterRoles().Create(ctx, migrated, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// primeSplit is kube's primeSplitClusterRoleBindings: a binding split in two gives the new one
+// its subjects, labels and annotations.
+func (p policy) primeSplit(ctx context.Context, client kubernetes.Interface, listed *listed[rbacv1.ClusterRoleBinding]) error {
+	for oldName, template := range p.toSplit {
+		existing, ok := listed.items[key("", oldName)]
+		if !ok || listed.has("", template.Name) {
+			continue
+		}
+		split := template.DeepCopy()
+		split.Subjects = existing.Subjects
+		split.Labels = existing.Labels
+		split.Annotations = existing.Annotations
+		klog.FromContext(ctx).V(1).Info("copying subjects, labels, and annotations", "from", oldName, "to", template.Name)
+		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, split, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// listed answers the first Get of each object from one list; later Gets (a retry after a
+// conflict or a lost race) ask the server.
+type listed[T any] struct {
+	items map[string]*T
+	asked map[string]bool
+}
+
+func newListed[T any, PT interface {
+	*T
+	GetNamespace() string
+	GetName() string
+}](items []T) *listed[T] {
+	l := &listed[T]{items: make(map[string]*T, len(items)), asked: map[string]bool{}}
+	for i := range items {
+		item := PT(&items[i])
+		l.items[key(item.GetNamespace(), item.GetName())] = &items[i]
+	}
+	return l
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+func (l *listed[T]) has(ns, name string) bool {
+	_, ok := l.items[key(ns, name)]
+	return ok
+}
+
+// take answers from the list (item nil when absent) the first time ns/name is asked; ok is
+// false afterwards.
+func (l *listed[T]) take(ns, name string) (item *T, ok bool) {
+	k := key(ns, name)
+	if l.asked[k] {
+		return nil, false
+	}
+	l.asked[k] = true
+	return l.items[k], true
+}
+
+// The modifiers are kube's reconciliation client adapters with a context and the list. They
+// hold ctx because kube's interfaces take none.
+
+type clusterRoleModifier struct {
+	ctx    context.Context
+	client kubernetes.Interface
+	listed *listed[rbacv1.ClusterRole]
+}
+
+func (m *clusterRoleModifier) Get(_, name string) (reconciliation.RuleOwner, error) {
+	if r, ok := m.listed.take("", name); ok {
+		if r == nil {
+			return nil, apierrors.NewNotFound(rbacv1.Resource("clusterroles"), name)
+		}
+		return reconciliation.ClusterRoleRuleOwner{ClusterRole: r.DeepCopy()}, nil
+	}
+	r, err := m.client.RbacV1().ClusterRoles().Get(m.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: r}, nil
+}
+
+func (m *clusterRoleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	r, err := m.client.RbacV1().ClusterRoles().Create(m.ctx, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: r}, nil
+}
+
+func (m *clusterRoleModifier) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	r, err := m.client.RbacV1().ClusterRoles().Update(m.ctx, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: r}, nil
+}
+
+type clusterRoleBindingModifier struct {
+	ctx    context.Context
+	client kubernetes.Interface
+	listed *listed[rbacv1.ClusterRoleBinding]
+}
+
+func (m *clusterRoleBindingModifier) Get(_, name string) (reconciliation.RoleBinding, error) {
+	if b, ok := m.listed.take("", name); ok {
+		if b == nil {
+			return nil, apierrors.NewNotFound(rbacv1.Resource("clusterrolebindings"), name)
+		}
+		return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b.DeepCopy()}, nil
+	}
+	b, err := m.client.RbacV1().ClusterRoleBindings().Get(m.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b}, nil
+}
+
+func (m *clusterRoleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	b, err := m.client.RbacV1().ClusterRoleBindings().Create(m.ctx, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b}, nil
+}
+
+func (m *clusterRoleBindingModifier) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	b, err := m.client.RbacV1().ClusterRoleBindings().Update(m.ctx, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b}, nil
+}
+
+func (m *clusterRoleBindingModifier) Delete(_, name string, uid types.UID) error {
+	return m.client.RbacV1().ClusterRoleBindings().Delete(m.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+type roleModifier struct {
+	ctx        context.Context
+	client     kubernetes.Interface
+	namespaces *namespaceEnsurer
+	listed     *listed[rbacv1.Role]
+}
+
+func (m *roleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
+	if r, ok := m.listed.take(ns, name); ok {
+		if r == nil {
+			return nil, apierrors.NewNotFound(rbacv1.Resource("roles"), name)
+		}
+		return reconciliation.RoleRuleOwner{Role: r.DeepCopy()}, nil
+	}
+	r, err := m.client.RbacV1().Roles(ns).Get(m.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: r}, nil
+}
+
+func (m *roleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	if err := m.namespaces.ensure(m.ctx, in.GetNamespace()); err != nil {
+		return nil, err
+	}
+	r, err := m.client.RbacV1().Roles(in.GetNamespace()).Create(m.ctx, in.(reconciliation.RoleRuleOwner).Role, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: r}, nil
+}
+
+func (m *roleModifier) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	r, err := m.client.RbacV1().Roles(in.GetNamespace()).Update(m.ctx, in.(reconciliation.RoleRuleOwner).Role, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: r}, nil
+}
+
+type roleBindingModifier struct {
+	ctx        context.Context
+	client     kubernetes.Interface
+	namespaces *namespaceEnsurer
+	listed     *listed[rbacv1.RoleBinding]
+}
+
+func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
+	if b, ok := m.listed.take(ns, name); ok {
+		if b == nil {
+			return nil, apierrors.NewNotFound(rbacv1.Resource("rolebindings"), name)
+		}
+		return reconciliation.RoleBindingAdapter{RoleBinding: b.DeepCopy()}, nil
+	}
+	b, err := m.client.RbacV1().RoleBindings(ns).Get(m.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleBindingAdapter{RoleBinding: b}, nil
+}
+
+func (m *roleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	if err := m.namespaces.ensure(m.ctx, in.GetNamespace()); err != nil {
+		return nil, err
+	}
+	b, err := m.client.RbacV1().RoleBindings(in.GetNamespace()).Create(m.ctx, in.(reconciliation.RoleBindingAdapter).RoleBinding, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleBindingAdapter{RoleBinding: b}, nil
+}
+
+func (m *roleBindingModifier) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	b, err := m.client.RbacV1().RoleBindings(in.GetNamespace()).Update(m.ctx, in.(reconciliation.RoleBindingAdapter).RoleBinding, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleBindingAdapter{RoleBinding: b}, nil
+}
+
+func (m *roleBindingModifier) Delete(ns, name string, uid types.UID) error {
+	return m.client.RbacV1().RoleBindings(ns).Delete(m.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// namespaceEnsurer is kube's tryEnsureNamespace, once per namespace and pass: the namespace
+// of a role is created when missing; a caller that may not read or create namespaces goes on.
+type namespaceEnsurer struct {
+	client  kubernetes.Interface
+	present map[string]bool
+}
+
+func (n *namespaceEnsurer) ensure(ctx context.Context, ns string) error {
+	if n.present[ns] {
+		return nil
+	}
+	namespaces := n.client.CoreV1().Namespaces()
+	_, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return err
+		}
+		_, err = namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+			return err
+		}
+	}
+	n.present[ns] = true
+	return nil
+}
