@@ -186,9 +186,13 @@ func (h widgetHooks) ValidateCreate(ctx context.Context, w *Widget) (admission.W
 	return nil, h.check(w)
 }
 
-func (h widgetHooks) ValidateUpdate(ctx context.Context, _, w *Widget) (admission.Warnings, error) {
+func (h widgetHooks) ValidateUpdate(ctx context.Context, old, w *Widget) (admission.Warnings, error) {
 	h.calls.add(ctx, "validate-widget")
-	return nil, h.check(w)
+	var warnings admission.Warnings
+	if old.Spec.Color != w.Spec.Color {
+		warnings = append(warnings, fmt.Sprintf("widget color changed from %s to %s", old.Spec.Color, w.Spec.Color))
+	}
+	return warnings, h.check(w)
 }
 
 func (h widgetHooks) ValidateDelete(context.Context, *Widget) (admission.Warnings, error) { return nil, nil }
@@ -407,6 +411,9 @@ func TestWebhookInstallOptions(t *testing.T) {
 	}
 	if w.GetAnnotations()["defaulted-on"] != "UPDATE" {
 		t.Errorf("updated widget not defaulted: annotations %v", w.GetAnnotations())
+	}
+	if got, want := warnings.take(), []string{"widget color changed from blue to green"}; !slices.Equal(got, want) {
+		t.Errorf("widget update warnings %q, want %q", got, want)
 	}
 	_, err = dyn.Patch(ctx, "w", types.MergePatchType, []byte(`{"spec":{"size":11}}`), metav1.PatchOptions{})
 	expectStatus(t, err, http.StatusForbidden, metav1.StatusReasonForbidden, `admission webhook "vwidget.lapis.dev" denied the request: size 11 is over 10`)
