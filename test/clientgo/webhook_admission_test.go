@@ -195,7 +195,9 @@ func (h widgetHooks) ValidateUpdate(ctx context.Context, old, w *Widget) (admiss
 	return warnings, h.check(w)
 }
 
-func (h widgetHooks) ValidateDelete(context.Context, *Widget) (admission.Warnings, error) { return nil, nil }
+func (h widgetHooks) ValidateDelete(context.Context, *Widget) (admission.Warnings, error) {
+	return nil, nil
+}
 
 func (widgetHooks) check(w *Widget) error {
 	if w.Spec.Size != nil && *w.Spec.Size > 10 {
