@@ -7,7 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -17,9 +18,17 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 
 // kubeDeps gives kube's strategies what they consult beyond the object, read through the
 // objects service (bound late: the service needs the catalogue these deps go into).
-func kubeDeps(svc func() *objects.Service, chain func() admission.Interface) kube.Deps {
+func kubeDeps(svc func() *objects.Service, lb *loopback) kube.Deps {
 	return kube.Deps{
-		Admission: chain,
+		Admission:  lb.chainOrNil,
+		Authorizer: lateAuthorizer{lb},
+		CheckWrite: func(ctx context.Context, obj, old runtime.Object) error {
+			a := lb.authz.Load()
+			if _, fromUser := genericapirequest.UserFrom(ctx); a == nil || !fromUser {
+				return nil // lapis's own writes
+			}
+			return a.CheckRBACWrite(ctx, obj, old)
+		},
 		Namespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
 			r, _ := svc().Catalog().Lookup(namespacesGVR)
 			u, err := svc().Get(ctx, r, "", name)
@@ -38,4 +47,29 @@ func kubeDeps(svc func() *objects.Service, chain func() admission.Interface) kub
 			return schema.GroupVersionResource{}, &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
 		},
 	}
+}
+
+// lateAuthorizer is the request path's authorizer, which exists once the loopback informers it
+// reads do: before, it has no opinion.
+type lateAuthorizer struct{ lb *loopback }
+
+func (l lateAuthorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a := l.lb.authz.Load(); a != nil {
+		return a.Authorize(ctx, attrs)
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (l lateAuthorizer) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	if a := l.lb.authz.Load(); a != nil {
+		return a.ConditionsAwareAuthorize(ctx, attrs)
+	}
+	return authorizer.ConditionsAwareDecisionNoOpinion("", nil)
+}
+
+func (l lateAuthorizer) EvaluateConditions(ctx context.Context, decision authorizer.ConditionsAwareDecision, data authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	if a := l.lb.authz.Load(); a != nil {
+		return a.EvaluateConditions(ctx, decision, data)
+	}
+	return authorizer.DecisionNoOpinion, "", nil
 }

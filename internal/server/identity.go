@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
+	"github.com/lapis-dev/lapis/internal/auth/authz"
 )
 
 // newAuthenticator is kube-apiserver's authenticator chain over lapis's credentials and the
@@ -36,9 +35,8 @@ func newAuthenticator(cfg Config, creds *auth.Credentials) (*authn.Authenticator
 	})
 }
 
-// newIdentity is who may do what.
-// TODO(issue 9): internal/auth/authz replaces the interim authorizer.
-func newIdentity(a *authn.Authenticator) identity {
-	allow := authorizerfactory.NewAlwaysAllowAuthorizer()
-	return identity{authn: a, audiences: a.APIAudiences(), authz: allow, rules: allow, tokens: a}
+// newIdentity is who may do what: kube's authenticator chain and its authorizer for the modes
+// configured, over the loopback informers of RBAC's objects.
+func newIdentity(a *authn.Authenticator, z *authz.Authorizer) identity {
+	return identity{authn: a, audiences: a.APIAudiences(), authz: z, rules: z, tokens: a}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
+	"github.com/lapis-dev/lapis/internal/auth/authz"
 	"github.com/lapis-dev/lapis/internal/auth"
 )
 
@@ -24,6 +25,8 @@ type loopback struct {
 	factory informers.SharedInformerFactory
 	config  *rest.Config // for lapis's controllers that are kube's (the quota controller)
 	client  kubernetes.Interface
+	// authz is the request path's authorizer, over the factory's RBAC informers.
+	authz atomic.Pointer[authz.Authorizer]
 }
 
 // chainOrNil is the admission chain once built; nil before.

@@ -14,13 +14,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
+	"github.com/lapis-dev/lapis/internal/auth/authz"
 	"github.com/lapis-dev/lapis/internal/bootstrap"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/controllers/apf"
+	// AGG "github.com/lapis-dev/lapis/internal/controllers/clusterroleaggregation"
 	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
@@ -86,7 +90,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	store := backend.Store(log) // refuses writes while the disk is nearly full
 	cat := catalog.New()
 	lb := &loopback{}
-	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, lb.chainOrNil))...)
+	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, lb))...)
 	s.objects = objects.NewService(store, cat)
 	caches := watchcache.New(runCtx, store, log)
 	s.objects.UseWatchCache(caches)
@@ -123,7 +127,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		_ = s.listener.Close()
 		return fail(err)
 	}
-	id := newIdentity(authenticator)
+	authorizer, err := authz.New(cfg.AuthorizationModes, lb.factory)
+	if err != nil {
+		_ = s.listener.Close()
+		return fail(fmt.Errorf("--authorization-mode: %w", err))
+	}
+	lb.authz.Store(authorizer)
+	id := newIdentity(authenticator, authorizer)
 	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
 	if err := lb.buildChain(id.authz, runCtx.Done()); err != nil {
 		_ = s.listener.Close()
@@ -163,6 +173,16 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	authenticator.UseServiceAccounts(serviceAccounts)
+	// kube-apiserver's rbac/bootstrap-roles post-start hook: lapis is ready once it is done.
+	bootstrapCtx, cancelBootstrap := context.WithTimeout(runCtx, 30*time.Second)
+	err = authz.EnsureBootstrapPolicy(klog.NewContext(bootstrapCtx, klog.Background()), lb.client)
+	cancelBootstrap()
+	if err != nil {
+		s.Shutdown(context.Background())
+		return nil, err
+	}
+	// kube-controller-manager's clusterrole-aggregation controller fills aggregated roles.
+	// AGG go clusterroleaggregation.Run(runCtx, lb.client, lb.factory)
 	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
 	// kube-controller-manager's token controller fills legacy ServiceAccount token Secrets.
 	go func() {

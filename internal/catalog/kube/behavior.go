@@ -68,7 +68,7 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
-	if err := b.checkWrite(ctx, obj, ""); err != nil {
+	if err := b.checkWrite(ctx, obj, nil, ""); err != nil {
 		return w, err
 	}
 	attrs := b.admission().Attributes(ctx, obj, nil, b.served, b.t.Resource, "", admission.Create, &metav1.CreateOptions{})
@@ -101,7 +101,7 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	}
 	var w warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
-	if err := b.checkWrite(ctx, obj, subresource); err != nil {
+	if err := b.checkWrite(ctx, obj, oldObj, subresource); err != nil {
 		return w, err
 	}
 	attrs := b.admission().Attributes(ctx, obj, oldObj, b.served, b.t.Resource, subresource, admission.Update, &metav1.UpdateOptions{})
@@ -118,11 +118,11 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 }
 
 // checkWrite asks Deps.CheckWrite about a write of the resource itself.
-func (b *behavior) checkWrite(ctx context.Context, obj runtime.Object, subresource string) error {
+func (b *behavior) checkWrite(ctx context.Context, obj, old runtime.Object, subresource string) error {
 	if b.t.checkWrite == nil || subresource != "" {
 		return nil
 	}
-	return b.t.checkWrite(ctx, obj)
+	return b.t.checkWrite(ctx, obj, old)
 }
 
 // gracefulDelete is kube's rest.BeforeDelete for types deleted gracefully.

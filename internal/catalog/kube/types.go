@@ -125,7 +125,7 @@ type strategies struct {
 	// admission is the chain of the process (nil: none).
 	admission func() admission.Interface
 	// checkWrite is Deps.CheckWrite.
-	checkWrite func(ctx context.Context, obj runtime.Object) error
+	checkWrite func(ctx context.Context, obj, old runtime.Object) error
 	// storedAs names the resource whose objects these are, when another one (core events for
 	// events.k8s.io events, as kube's cohabitating resources).
 	storedAs *schema.GroupResource
@@ -140,9 +140,10 @@ type Deps struct {
 	Namespace  func(ctx context.Context, name string) (*corev1.Namespace, error)
 	Resolve    func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error)
 	// CheckWrite, when set, is asked about every create and update of a resource (not its
-	// subresources) before admission, with the object at the internal version: the checks
-	// kube's REST storage makes of some types itself (RBAC's escalation checks).
-	CheckWrite func(ctx context.Context, obj runtime.Object) error
+	// subresources) before admission, with the object (and on update the stored one, else nil)
+	// at the internal version: the checks kube's REST storage makes of some types itself
+	// (RBAC's escalation checks).
+	CheckWrite func(ctx context.Context, obj, old runtime.Object) error
 }
 
 // status is a strategies.sub with only a status subresource.
