@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -85,8 +86,20 @@ func (noDefaults) Default(runtime.Object) {}
 // apiVersionConvertor converts unstructured objects between versions by their apiVersion.
 type apiVersionConvertor struct{}
 
-func (apiVersionConvertor) Convert(in, out, _ any) error {
-	return fmt.Errorf("converting %T to %T is not supported", in, out)
+// Convert converts between versions of a custom resource, as apiextensions' converter does
+// for admission's version conversions (a webhook registered for another version).
+func (c apiVersionConvertor) Convert(in, out, _ any) error {
+	uin, ok := in.(*unstructured.Unstructured)
+	uout, ok2 := out.(*unstructured.Unstructured)
+	if !ok || !ok2 {
+		return fmt.Errorf("converting %T to %T is not supported", in, out)
+	}
+	converted, err := c.ConvertToVersion(uin, uout.GroupVersionKind().GroupVersion())
+	if err != nil {
+		return err
+	}
+	uout.SetUnstructuredContent(converted.(*unstructured.Unstructured).UnstructuredContent())
+	return nil
 }
 
 func (apiVersionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
@@ -105,4 +118,15 @@ func (apiVersionConvertor) ConvertToVersion(in runtime.Object, target runtime.Gr
 
 func (apiVersionConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
 	return label, value, nil
+}
+
+// Warnings records the warnings kube's code gives during one write (a warning.Recorder, put in
+// the write's context with warning.WithWarningRecorder), each text once.
+type Warnings []string
+
+// AddWarning implements warning.Recorder.
+func (w *Warnings) AddWarning(_, text string) {
+	if !slices.Contains(*w, text) {
+		*w = append(*w, text)
+	}
 }

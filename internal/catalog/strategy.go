@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // Hooks are the steps of a type's strategy that lapis implements itself (custom resources and
@@ -68,23 +69,28 @@ func (s *hookStrategy) DefaultsOnRead() bool {
 }
 
 func (s *hookStrategy) BeforeCreate(ctx context.Context, obj *unstructured.Unstructured) ([]string, error) {
+	var w Warnings // admission's (webhooks', policies')
+	ctx = warning.WithWarningRecorder(ctx, &w)
 	attrs := s.admission.Attributes(ctx, obj, nil, s.served, s.resource, "", admission.Create, &metav1.CreateOptions{})
 	if err := s.admission.Mutate(ctx, attrs); err != nil {
-		return nil, err
+		return w, err
 	}
 	s.PrepareForCreate(obj)
 	errs := validation.ValidateObjectMetaAccessor(obj, s.namespaced, s.nameRule, field.NewPath("metadata"))
 	errs = append(errs, s.Validate(obj, nil)...)
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
+		return w, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
-	return nil, s.admission.Validate(ctx, attrs)
+	err := s.admission.Validate(ctx, attrs)
+	return w, err
 }
 
 func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) ([]string, error) {
+	var w Warnings
+	ctx = warning.WithWarningRecorder(ctx, &w)
 	attrs := s.admission.Attributes(ctx, obj, old, s.served, s.resource, subresource, admission.Update, &metav1.UpdateOptions{})
 	if err := s.admission.Mutate(ctx, attrs); err != nil {
-		return nil, err
+		return w, err
 	}
 	switch subresource {
 	case "":
@@ -97,9 +103,10 @@ func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.
 	errs = append(errs, finalizersWhileDeleting(obj, old)...)
 	errs = append(errs, s.Validate(obj, old)...)
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
+		return w, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
-	return nil, s.admission.Validate(ctx, attrs)
+	err := s.admission.Validate(ctx, attrs)
+	return w, err
 }
 
 func finalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorList {

@@ -116,11 +116,12 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 		if err == nil && opts.AuthorizeCreate != nil {
 			err = opts.AuthorizeCreate(ctx)
 		}
-		if err != nil {
-			alloc.Finish(ctx, false)
-			return Result{}, err
-		}
 		warnings := append(warnings[:len(warnings):len(warnings)], strategyWarnings...)
+		if err != nil {
+			// As kube-apiserver, a refused write still carries its warnings (admission's).
+			alloc.Finish(ctx, false)
+			return Result{Warnings: warnings}, err
+		}
 		value, err := s.toStorage(r, obj)
 		if err != nil {
 			alloc.Finish(ctx, false)
@@ -327,7 +328,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		obj.SetResourceVersion(old.GetResourceVersion()) // an unconditional update applies to what it read
 		res, alloc, err := s.prepareUpdate(ctx, r, namespace, name, obj, old, opts)
 		if err != nil {
-			return Result{}, err
+			return Result{Warnings: res.Warnings}, err
 		}
 		value, err := s.toStorage(r, obj)
 		if err != nil {
@@ -419,7 +420,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	strategyWarnings, err := r.Behavior.BeforeUpdate(ctx, obj, old, opts.Subresource)
 	if err != nil {
 		alloc.Finish(ctx, false)
-		return Result{}, nil, err
+		return Result{Warnings: append(warnings, strategyWarnings...)}, nil, err
 	}
 	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, nil
 }

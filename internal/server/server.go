@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
@@ -184,6 +185,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// kube-controller-manager's clusterrole-aggregation controller fills aggregated roles.
 	// AGG go clusterroleaggregation.Run(runCtx, lb.client, lb.factory)
 	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
+	// kube-controller-manager's ValidatingAdmissionPolicy status controller (type checking).
+	go func() {
+		if err := lapisadmission.RunPolicyStatus(runCtx, lapisadmission.Options{Client: lb.client, Factory: lb.factory}); err != nil && runCtx.Err() == nil {
+			log.Error("ValidatingAdmissionPolicy status controller stopped", "err", err)
+		}
+	}()
 	// kube-controller-manager's token controller fills legacy ServiceAccount token Secrets.
 	go func() {
 		if err := tokens.Run(runCtx, lb.client, lb.factory, authenticator.LegacyTokenGenerator(), creds.CAPEM); err != nil && runCtx.Err() == nil {

@@ -66,7 +66,7 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	var w warnings
+	var w catalog.Warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
 	if err := b.checkWrite(ctx, obj, nil, ""); err != nil {
 		return w, err
@@ -99,7 +99,7 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	if err != nil {
 		return nil, err
 	}
-	var w warnings
+	var w catalog.Warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
 	if err := b.checkWrite(ctx, obj, oldObj, subresource); err != nil {
 		return w, err
@@ -136,7 +136,7 @@ func (b *behavior) gracefulDelete(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return false, false, err
 	}
-	var w warnings
+	var w catalog.Warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "delete", &w)
 	graceful, pending, err = rest.BeforeDelete(strategy, ctx, obj, &metav1.DeleteOptions{GracePeriodSeconds: grace})
 	if err != nil || !graceful {

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -144,7 +143,7 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	r.DeleteWarning = row.deleteWarning
 	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {
 		// The policy may depend on the version asked for (batch/v1 Jobs orphan).
-		var w warnings
+		var w catalog.Warnings
 		ctx := requestContext(context.Background(), t, "", "", "delete", &w)
 		r.OrphanByDefault = gc.DefaultGarbageCollectionPolicy(ctx) == rest.OrphanDependents
 	}
@@ -232,17 +231,9 @@ func resetFields(row strategies) map[string]map[fieldpath.APIVersion]*fieldpath.
 }
 
 // warnings collects what strategies report, as kube's warning recorder does.
-type warnings []string
-
-func (w *warnings) AddWarning(_, text string) {
-	if !slices.Contains(*w, text) {
-		*w = append(*w, text)
-	}
-}
-
 // requestContext carries what kube's strategies read: the namespace, a RequestInfo
 // (declarative validation needs it) and a warning recorder.
-func requestContext(ctx context.Context, t *Type, namespace, subresource, verb string, w *warnings) context.Context {
+func requestContext(ctx context.Context, t *Type, namespace, subresource, verb string, w *catalog.Warnings) context.Context {
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: verb, APIGroup: t.Resource.Group, APIVersion: t.Resource.Version,
