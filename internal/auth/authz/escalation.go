@@ -132,11 +132,12 @@ func requestContext(ctx context.Context, obj, old runtime.Object) context.Contex
 	}
 	namespaced := resource == "roles" || resource == "rolebindings"
 	if _, ok := genericapirequest.NamespaceFrom(ctx); !ok {
-		ns := metav1.NamespaceNone
-		if namespaced {
-			ns = accessor.GetNamespace()
+		switch {
+		case !namespaced:
+			ctx = genericapirequest.WithNamespace(ctx, metav1.NamespaceNone)
+		case accessor.GetNamespace() != "":
+			ctx = genericapirequest.WithNamespace(ctx, accessor.GetNamespace())
 		}
-		ctx = genericapirequest.WithNamespace(ctx, ns)
 	}
 	info, ok := genericapirequest.RequestInfoFrom(ctx)
 	switch {
