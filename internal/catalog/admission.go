@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,33 @@ func (a Admission) Attributes(ctx context.Context, obj, old runtime.Object, kind
 	}
 	return admission.NewAttributesRecord(obj, old, kind, m.GetNamespace(), m.GetName(), resource, subresource,
 		op, options, IsDryRun(ctx), userInfo)
+}
+
+// AdmitDelete runs the chain for a delete of old, as kube-apiserver's delete handler does:
+// mutating plugins see the request without an object, validating plugins the object as it is.
+func (a Admission) AdmitDelete(ctx context.Context, old runtime.Object, kind schema.GroupVersionKind, resource schema.GroupVersionResource, options *metav1.DeleteOptions) error {
+	m, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	userInfo, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		userInfo = serverUser
+	}
+	attrs := func(old runtime.Object) admission.Attributes {
+		return admission.NewAttributesRecord(nil, old, kind, m.GetNamespace(), m.GetName(), resource, "",
+			admission.Delete, options, IsDryRun(ctx), userInfo)
+	}
+	if err := a.Mutate(ctx, attrs(nil)); err != nil {
+		return err
+	}
+	return a.Validate(ctx, attrs(old))
+}
+
+// DeleteAdmitter is a Behavior whose deletes go through admission: kube-apiserver admits every
+// delete of a stored object.
+type DeleteAdmitter interface {
+	AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error
 }
 
 // Mutate runs the chain's mutating plugins.

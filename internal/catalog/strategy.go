@@ -68,6 +68,11 @@ func (s *hookStrategy) DefaultsOnRead() bool {
 	return ok && d.DefaultsOnRead()
 }
 
+// AdmitDelete implements DeleteAdmitter.
+func (s *hookStrategy) AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error {
+	return s.admission.AdmitDelete(ctx, obj, s.served, s.resource, options)
+}
+
 func (s *hookStrategy) BeforeCreate(ctx context.Context, obj *unstructured.Unstructured) ([]string, error) {
 	var w Warnings // admission's (webhooks', policies')
 	ctx = warning.WithWarningRecorder(ctx, &w)

@@ -31,6 +31,15 @@ type DeleteOptions struct {
 	GracePeriodSeconds *int64
 }
 
+// kube is the options as kube's DeleteOptions, which admission plugins see.
+func (o DeleteOptions) kube() *metav1.DeleteOptions {
+	out := &metav1.DeleteOptions{Preconditions: o.Preconditions, PropagationPolicy: o.PropagationPolicy, GracePeriodSeconds: o.GracePeriodSeconds}
+	if o.DryRun {
+		out.DryRun = []string{metav1.DryRunAll}
+	}
+	return out
+}
+
 var crdsResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
 
 // DeleteResult is the outcome of a delete.
@@ -69,6 +78,11 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		}
 		if err := checkPreconditions(r, obj, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
+		}
+		if a, ok := r.Behavior.(catalog.DeleteAdmitter); ok {
+			if err := a.AdmitDelete(catalog.WithDryRun(ctx, opts.DryRun), obj, opts.kube()); err != nil {
+				return DeleteResult{}, err
+			}
 		}
 		graceful := false
 		if r.GracefulDelete != nil {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
-	"github.com/lapis-dev/lapis/internal/auth/authz"
 	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/auth/authz"
 )
 
 // loopback is what kube-apiserver's admission plugins read through: informers over a client of

@@ -198,3 +198,65 @@ func TestAdmissionPolicies(t *testing.T) {
 		return p.Status.ObservedGeneration == 1 && (tc == nil || len(tc.ExpressionWarnings) == 0), fmt.Sprintf("status %+v", p.Status)
 	})
 }
+
+// TestAdmissionPolicyOnDelete: deletes go through admission as in kube-apiserver: a
+// ValidatingAdmissionPolicy for DELETE sees the object as oldObject and refuses with kube's
+// answer; a delete it admits goes through.
+func TestAdmissionPolicyOnDelete(t *testing.T) {
+	cs := clientset(t, servers.stable)
+	ns := namespace(t, cs)
+	ctx := ctxFor(t, time.Minute)
+	nsSel, objSel := testSelectors(ns)
+	ar := cs.AdmissionregistrationV1()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "keep-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "!has(oldObject.data) || !('keep' in oldObject.data)", Message: "kept"}}}}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "keep-binding-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: nsSel, ObjectSelector: objSel}}}
+	if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		bg := ctxFor(t, 10*time.Second)
+		_ = ar.ValidatingAdmissionPolicyBindings().Delete(bg, binding.Name, metav1.DeleteOptions{})
+		_ = ar.ValidatingAdmissionPolicies().Delete(bg, policy.Name, metav1.DeleteOptions{})
+	})
+	cms := cs.CoreV1().ConfigMaps(ns)
+	labels := map[string]string{testLabel: "yes"}
+	for _, name := range []string{"kept", "gone"} {
+		data := map[string]string{"keep": "1"}
+		if name == "gone" {
+			data = map[string]string{"other": "1"}
+		}
+		if _, err := cms.Create(ctx, configMap(name, data, labels), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	message := fmt.Sprintf(`ValidatingAdmissionPolicy 'keep-%[1]s' with binding 'keep-binding-%[1]s' denied request: kept`, ns)
+	var err error
+	eventually(t, 20*time.Second, "the policy in force", func() (bool, string) {
+		err = cms.Delete(ctx, "kept", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, "the delete was admitted"
+	})
+	err = cms.Delete(ctx, "kept", metav1.DeleteOptions{})
+	s := expectStatus(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf(`configmaps "kept" is forbidden: %s`, message))
+	if s.Details == nil || s.Details.Name != "kept" || !reflect.DeepEqual(s.Details.Causes, []metav1.StatusCause{{Message: message}}) {
+		t.Errorf("status details %+v", s.Details)
+	}
+	if _, err := cms.Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("the refused delete removed the object: %v", err)
+	}
+	if err := cms.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("a delete the policy admits: %v", err)
+	}
+}

@@ -125,6 +125,18 @@ func (b *behavior) checkWrite(ctx context.Context, obj, old runtime.Object, subr
 	return b.t.checkWrite(ctx, obj, old)
 }
 
+// AdmitDelete runs admission for a delete of u (catalog.DeleteAdmitter).
+func (b *behavior) AdmitDelete(ctx context.Context, u *unstructured.Unstructured, options *metav1.DeleteOptions) (err error) {
+	defer contain(&err)
+	obj, err := b.toInternal(u, false)
+	if err != nil {
+		return err
+	}
+	var w catalog.Warnings
+	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "delete", &w)
+	return b.admission().AdmitDelete(ctx, obj, b.served, b.t.Resource, options)
+}
+
 // gracefulDelete is kube's rest.BeforeDelete for types deleted gracefully.
 func (b *behavior) gracefulDelete(ctx context.Context, u *unstructured.Unstructured, grace *int64) (graceful, pending bool, err error) {
 	defer contain(&err)
