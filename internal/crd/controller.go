@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -38,6 +39,8 @@ type Controller struct {
 	done     chan string      // cleanups report here when they finish
 	// admission is the chain custom resources' writes go through (nil: none).
 	admission func() admission.Interface
+	// conversion makes the converters of CRDs with conversion webhooks.
+	conversion *webhookConversion
 }
 
 // NewController returns a controller over svc's catalogue; the custom resources it serves are
@@ -45,7 +48,18 @@ type Controller struct {
 func NewController(svc *objects.Service, log *slog.Logger, chain func() admission.Interface) *Controller {
 	crds, _ := svc.Catalog().Lookup(crdsGVR)
 	return &Controller{objects: svc, cat: svc.Catalog(), log: log, crds: crds, cleaning: sets.New[string](), done: make(chan string, 16),
-		admission: chain}
+		admission: chain, conversion: &webhookConversion{}}
+}
+
+// UseWebhookConversion sets how the conversion webhooks of CRDs (spec.conversion.strategy
+// Webhook) are reached, as kube-apiserver's apiextensions server is configured: resolver finds
+// where a service reference is served, wrapper gives the credentials and transport each
+// webhook is called with (nil: kube's default authentication info, no credentials). It may be
+// called before or after Start; conversions use the latest setup. Until it is called, service
+// references resolve through DNS (kube's default service resolver) and url references are
+// called with no credentials.
+func (c *Controller) UseWebhookConversion(resolver webhook.ServiceResolver, wrapper webhook.AuthenticationInfoResolverWrapper) {
+	c.conversion.use(resolver, wrapper)
 }
 
 // Start registers every stored CRD, then follows changes until ctx ends.
@@ -282,6 +296,14 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 		}
 	}
 	names := crd.Status.AcceptedNames
+	storageGV := schema.GroupVersion{Group: crd.Spec.Group, Version: storage}
+	// Webhook conversion: every version converts, the storage version too (objects stored at
+	// an earlier storage version are converted on reading).
+	conv := newCRDConverter(crd, c.conversion)
+	admitted := catalog.UnstructuredObjects
+	if conv != nil {
+		admitted = conv.objects(admitted)
+	}
 	var out []*catalog.Resource
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
@@ -308,17 +330,21 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			ShortNames:                     names.ShortNames,
 			Categories:                     names.Categories,
 			StorageGroupResource:           schema.GroupResource{Group: crd.Spec.Group, Resource: names.Plural},
-			StorageVersion:                 schema.GroupVersion{Group: crd.Spec.Group, Version: storage},
+			StorageVersion:                 storageGV,
 			HasStatus:                      behavior.hasStatus,
 			RequireResourceVersionOnUpdate: true,
 			SpecTracksGeneration:           true,
 			Behavior: catalog.Strategy(behavior, schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
 				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, apivalidation.NameIsDNSSubdomain,
-				catalog.Admitted(catalog.Admission{Chain: c.admission, Objects: catalog.UnstructuredObjects},
+				catalog.Admitted(catalog.Admission{Chain: c.admission, Objects: admitted},
 					schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural},
 					schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind})),
 			CRD:        crd,
 			CRDVersion: v,
+		}
+		if conv != nil {
+			r.Conversion = conv.storageConversion(r.GroupVersion, storageGV)
+			r.ConvertVersion = conv.convertVersion
 		}
 		if v.Subresources != nil && v.Subresources.Scale != nil {
 			sc := v.Subresources.Scale

@@ -96,10 +96,6 @@ func validateCRD(obj, old *apiextensionsv1.CustomResourceDefinition) field.Error
 		}
 		out = append(out, e)
 	}
-	// lapis calls no webhooks: a CRD that needs conversion webhooks is refused, not half served.
-	if c := obj.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter {
-		out = append(out, field.NotSupported(field.NewPath("spec", "conversion", "strategy"), c.Strategy, []string{string(apiextensionsv1.NoneConverter)}))
-	}
 	return out
 }
 
