@@ -300,10 +300,7 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 	// Webhook conversion: every version converts, the storage version too (objects stored at
 	// an earlier storage version are converted on reading).
 	conv := newCRDConverter(crd, c.conversion)
-	admitted := catalog.UnstructuredObjects
-	if conv != nil {
-		admitted = conv.objects(admitted)
-	}
+	admitted := admissionObjects(crd, conv)
 	var out []*catalog.Resource
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]

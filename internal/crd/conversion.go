@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -177,16 +178,46 @@ func (c *crdConverter) storageConversion(gv, storage schema.GroupVersion) *catal
 	}
 }
 
-// objects are the ObjectInterfaces admission plugins get for the CRD's resources: lapis's
-// unstructured ones, converting through the webhook (a webhook registered for another version
-// than the request's sees the object converted, as on kube-apiserver).
-func (c *crdConverter) objects(base admission.ObjectInterfaces) admission.ObjectInterfaces {
-	return crdObjects{ObjectInterfaces: base, conv: c}
+// admissionObjects are the ObjectInterfaces admission plugins get for crd's resources: lapis's
+// unstructured ones, knowing every served version of the resource as equivalent (kube's
+// apiextensions server registers them so), and converting through conv when it is set (a
+// Webhook CRD). A webhook registered for another version than the request's (matchPolicy
+// Equivalent) sees the object converted to its version, as on kube-apiserver.
+func admissionObjects(crd *apiextensionsv1.CustomResourceDefinition, conv *crdConverter) admission.ObjectInterfaces {
+	mapper := runtime.NewEquivalentResourceRegistry()
+	names := crd.Status.AcceptedNames
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural}
+		kind := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
+		mapper.RegisterKindFor(gvr, "", kind)
+		if v.Subresources != nil && v.Subresources.Status != nil {
+			mapper.RegisterKindFor(gvr, "status", kind)
+		}
+		if v.Subresources != nil && v.Subresources.Scale != nil {
+			mapper.RegisterKindFor(gvr, "scale", autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+		}
+	}
+	objs := crdObjects{ObjectInterfaces: catalog.UnstructuredObjects, mapper: mapper}
+	if conv != nil {
+		objs.conv = conv
+	}
+	return objs
 }
 
 type crdObjects struct {
 	admission.ObjectInterfaces
-	conv runtime.ObjectConvertor
+	conv   runtime.ObjectConvertor // nil: the base's (by apiVersion)
+	mapper runtime.EquivalentResourceMapper
 }
 
-func (o crdObjects) GetObjectConvertor() runtime.ObjectConvertor { return o.conv }
+func (o crdObjects) GetObjectConvertor() runtime.ObjectConvertor {
+	if o.conv != nil {
+		return o.conv
+	}
+	return o.ObjectInterfaces.GetObjectConvertor()
+}
+
+func (o crdObjects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper { return o.mapper }

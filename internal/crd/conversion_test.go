@@ -255,8 +255,16 @@ func TestWebhookConversion(t *testing.T) {
 	}
 
 	t.Run("admission", func(t *testing.T) {
-		conv := newCRDConverter(twoVersionCRD(at("/convert")), c.conversion)
-		objs := conv.objects(catalog.UnstructuredObjects)
+		crd := twoVersionCRD(at("/convert"))
+		crd.Status = c.acceptNames(crd)
+		objs := admissionObjects(crd, newCRDConverter(crd, c.conversion))
+		v2 := schema.GroupVersionResource{Group: "stable.example.com", Version: "v2", Resource: "widgets"}
+		if got := fmt.Sprint(objs.GetEquivalentResourceMapper().EquivalentResourcesFor(v2, "")); got != "[stable.example.com/v1, Resource=widgets stable.example.com/v2, Resource=widgets]" {
+			t.Errorf("equivalent resources: %s", got)
+		}
+		if got := objs.GetEquivalentResourceMapper().KindFor(v2.GroupResource().WithVersion("v1"), ""); got.String() != "stable.example.com/v1, Kind=Widget" {
+			t.Errorf("kind of v1: %s", got)
+		}
 		out := &unstructured.Unstructured{}
 		out.SetGroupVersionKind(schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "Widget"})
 		if err := objs.GetObjectConvertor().Convert(widget("v2", "colour", "red"), out, nil); err != nil {
@@ -382,13 +390,28 @@ func (r *fixedResolver) asked() string {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// TestNoneConversion: CRDs without webhooks convert by apiVersion alone, in lapis's pipeline.
+// TestNoneConversion: CRDs without webhooks convert by apiVersion alone, in lapis's pipeline
+// and for admission.
 func TestNoneConversion(t *testing.T) {
+	c := testController()
 	crd := twoVersionCRD(apiextensionsv1.WebhookClientConfig{})
 	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
-	for v, r := range served(t, testController(), crd) {
+	for v, r := range served(t, c, crd) {
 		if r.Conversion != nil || r.ConvertVersion != nil {
 			t.Errorf("%s: a None CRD's version converts through a converter", v)
 		}
+	}
+	crd.Status = c.acceptNames(crd)
+	objs := admissionObjects(crd, newCRDConverter(crd, c.conversion))
+	out := &unstructured.Unstructured{}
+	out.SetGroupVersionKind(schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "Widget"})
+	if err := objs.GetObjectConvertor().Convert(widget("v2", "colour", "red"), out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.GetAPIVersion() != "stable.example.com/v1" || out.Object["spec"].(map[string]any)["colour"] != "red" {
+		t.Errorf("admission's conversion to v1 without a webhook: %v", out.Object)
+	}
+	if n := len(objs.GetEquivalentResourceMapper().EquivalentResourcesFor(schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "widgets"}, "")); n != 2 {
+		t.Errorf("equivalent resources: %d", n)
 	}
 }
