@@ -360,10 +360,21 @@ func (c *Controller) cleanup(ctx context.Context, crd *apiextensionsv1.CustomRes
 	defer func() { c.done <- crd.Name }()
 	served := c.cat.Custom(crd.Name)
 	for ctx.Err() == nil && len(served) > 0 {
+		// At the storage version, as kube's finalizer: no conversion webhook in the way.
 		r := served[0]
+		for _, v := range served {
+			if v.GroupVersion == v.StorageVersion {
+				r = v
+			}
+		}
 		items, _, err := c.objects.List(ctx, r, "", objects.ListOptions{})
 		if err == nil && len(items) == 0 {
 			break
+		}
+		if err != nil {
+			// Storage trouble, or an object a conversion webhook cannot convert: try again.
+			c.log.Warn("listing custom resources to delete failed", "crd", crd.Name, "err", err)
+			items = nil
 		}
 		for _, item := range items {
 			if _, err := c.objects.Delete(ctx, r, item.GetNamespace(), item.GetName(), objects.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

@@ -166,9 +166,11 @@ func gadgetCRD(clientConfig apiextensionsv1.WebhookClientConfig) *apiextensionsv
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: gadgetGroup, Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
+			// v2 first: deleting the CRD deletes its objects at the storage version all the
+			// same, with the webhook down.
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				{Name: "v1", Served: true, Storage: true, Schema: schema("color")},
 				{Name: "v2", Served: true, Schema: schema("colour")},
+				{Name: "v1", Served: true, Storage: true, Schema: schema("color")},
 			},
 			Conversion: &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
 				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}, ClientConfig: &clientConfig}},
