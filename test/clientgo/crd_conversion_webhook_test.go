@@ -380,6 +380,13 @@ func TestCRDConversionWebhook(t *testing.T) {
 	_, err = v2.Get(ctx, "a", metav1.GetOptions{})
 	expectConversionFailure(t, err, metav1.StatusReasonInternalError,
 		"Internal error occurred: conversion webhook for "+gadgetGroup+"/v1, Kind=Gadget failed: "+refused)
+	// Lists too (kube-apiserver's message differs: its storage reports a corrupt object).
+	for _, rv := range []string{"", "0"} {
+		_, err = v2.List(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if s := statusOf(t, err); s.Code != http.StatusInternalServerError || !strings.Contains(s.Message, "conversion webhook for "+gadgetGroup+"/v1, Kind=Gadget failed: "+refused) {
+			t.Errorf("list at v2 (resourceVersion %q) with the webhook down: %d %q %q", rv, s.Code, s.Reason, s.Message)
+		}
+	}
 	_, err = v2.Create(ctx, gadget("v2", "e", "colour", "blue"), metav1.CreateOptions{})
 	// UNWIRED: remove once internal/objects' toStorage passes API errors of Conversion.ToStorage
 	// through (issue 9); until then lapis wraps them as an InternalError.
