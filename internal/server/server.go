@@ -25,7 +25,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/controllers/apf"
-	// AGG "github.com/lapis-dev/lapis/internal/controllers/clusterroleaggregation"
+	"github.com/lapis-dev/lapis/internal/controllers/clusterroleaggregation"
 	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
@@ -174,16 +174,22 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	authenticator.UseServiceAccounts(serviceAccounts)
-	// kube-apiserver's rbac/bootstrap-roles post-start hook: lapis is ready once it is done.
-	bootstrapCtx, cancelBootstrap := context.WithTimeout(runCtx, 30*time.Second)
+	// kube-apiserver's rbac/bootstrap-roles post-start hook: lapis is ready once it is done. If
+	// it cannot be (writes refused on a nearly full disk), lapis serves what it can meanwhile
+	// and keeps trying.
+	bootstrapCtx, cancelBootstrap := context.WithTimeout(runCtx, 5*time.Second)
 	err = authz.EnsureBootstrapPolicy(klog.NewContext(bootstrapCtx, klog.Background()), lb.client)
 	cancelBootstrap()
 	if err != nil {
-		s.Shutdown(context.Background())
-		return nil, err
+		log.Error("RBAC bootstrap policy not in place yet; retrying", "err", err)
+		go func() {
+			if err := authz.EnsureBootstrapPolicy(klog.NewContext(runCtx, klog.Background()), lb.client); err != nil && runCtx.Err() == nil {
+				log.Error("RBAC bootstrap policy", "err", err)
+			}
+		}()
 	}
 	// kube-controller-manager's clusterrole-aggregation controller fills aggregated roles.
-	// AGG go clusterroleaggregation.Run(runCtx, lb.client, lb.factory)
+	go clusterroleaggregation.Run(runCtx, lb.client, lb.factory)
 	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
 	// kube-controller-manager's ValidatingAdmissionPolicy status controller (type checking).
 	go func() {

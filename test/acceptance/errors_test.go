@@ -72,7 +72,8 @@ func TestErrors(t *testing.T) {
 			wantCode                 int
 			wantReason, wantMessage  string
 		}{
-			{"anonymous request", "GET", "/api/v1/namespaces", "", false, 401, "Unauthorized", "Unauthorized"},
+			{"anonymous request", "GET", "/api/v1/namespaces", "", false, 403, "Forbidden",
+				`namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope`},
 			{"malformed JSON", "POST", "/api/v1/namespaces/default/configmaps", `{"metadata":`, true, 400, "BadRequest",
 				`the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"metadata":)`},
 			{"missing namespace", "POST", "/api/v1/namespaces/nope/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`, true, 404, "NotFound",

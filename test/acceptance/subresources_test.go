@@ -33,8 +33,8 @@ func TestComputedResources(t *testing.T) {
 			`.authorization.k8s.io "" is invalid: spec.resourceAttributes.namespace: Invalid value: "other": must match metadata.namespace`)
 		code, body = l.do(t, http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", "application/json",
 			`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"bob","resourceAttributes":{"verb":"get","resource":"pods"}}}`, true)
-		if code != http.StatusCreated || !strings.Contains(body, `"status":{"allowed":true}`) || !strings.Contains(body, `"manager":"Go-http-client"`) {
-			t.Errorf("SubjectAccessReview: %d %s; want 201, allowed (lapis allows every authenticated user) and the caller's managedFields", code, body)
+		if code != http.StatusCreated || !strings.Contains(body, `"status":{"allowed":false}`) || !strings.Contains(body, `"manager":"Go-http-client"`) {
+			t.Errorf("SubjectAccessReview: %d %s; want 201, not allowed (bob has no role) and the caller's managedFields", code, body)
 		}
 		code, body = l.do(t, http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", "application/json",
 			`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{}}`, true)
@@ -46,7 +46,7 @@ func TestComputedResources(t *testing.T) {
 		}
 		code, body = l.do(t, http.MethodPost, "/apis/authentication.k8s.io/v1/tokenreviews", "application/json",
 			`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"`+l.token+`"}}`, true)
-		if code != http.StatusCreated || !strings.Contains(body, `"status":{"authenticated":true,"user":{"groups":["system:masters","system:authenticated"],"username":"admin"}}`) {
+		if code != http.StatusCreated || !strings.Contains(body, `"status":{"audiences":["https://kubernetes.default.svc.cluster.local"],"authenticated":true,"user":{"groups":["system:masters","system:authenticated"],"username":"admin"}}`) {
 			t.Errorf("TokenReview of the admin token: %d %s", code, body)
 		}
 	})

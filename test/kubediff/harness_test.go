@@ -123,7 +123,8 @@ func startKube(dir string) (string, error) {
 
 // lapisControllers are kube-controller-manager's controllers that lapis has its own of.
 const lapisControllers = "serviceaccount-controller,root-ca-certificate-publisher-controller,namespace-controller," +
-	"garbage-collector-controller,resourcequota-controller"
+	"garbage-collector-controller,resourcequota-controller,clusterrole-aggregation-controller,serviceaccount-token-controller," +
+	"validatingadmissionpolicy-status-controller"
 
 // stopKube stops kube-apiserver and its etcd, killing what has not exited after 5 s.
 func stopKube(dir string) {
