@@ -203,8 +203,11 @@ func (s *Service) List(ctx context.Context, r *catalog.Resource, namespace strin
 		}
 		err = s.listCached(ctx, r, namespace, opts, f, func(e *watchcache.Entry) error {
 			obj, err := s.objectFromEntry(r, e)
+			if err != nil {
+				return err
+			}
 			items = append(items, obj)
-			return err
+			return nil
 		}, &meta)
 		if !errors.Is(err, errUseStorage) {
 			return items, meta, err

@@ -131,6 +131,10 @@ func (s *Service) toStorage(r *catalog.Resource, obj *unstructured.Unstructured)
 	if r.Conversion != nil {
 		obj = obj.DeepCopy()
 		if err := r.Conversion.ToStorage(obj); err != nil {
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				return nil, err // kube's answer already (a conversion webhook's failure)
+			}
 			return nil, apierrors.NewInternalError(err)
 		}
 	} else if sv := r.StorageAPIVersion(); obj.GetAPIVersion() != sv {

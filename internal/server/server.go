@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace/noop"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/klog/v2"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
@@ -123,6 +125,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		_ = s.listener.Close()
 		return fail(err)
 	}
+	// CRD conversion webhooks are called as admission webhooks are: a service at one of its
+	// EndpointSlices' endpoints, lapis's own kubernetes Service with the loopback credentials.
+	conversionServices, err := lapisadmission.NewServiceResolver(lb.factory, lb.config.Host, runCtx.Done())
+	if err != nil {
+		_ = s.listener.Close()
+		return fail(err)
+	}
+	crds.UseWebhookConversion(conversionServices, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, lb.config, noop.NewTracerProvider()))
 	authenticator, err := newAuthenticator(cfg, creds)
 	if err != nil {
 		_ = s.listener.Close()

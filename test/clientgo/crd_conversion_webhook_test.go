@@ -388,11 +388,6 @@ func TestCRDConversionWebhook(t *testing.T) {
 		}
 	}
 	_, err = v2.Create(ctx, gadget("v2", "e", "colour", "blue"), metav1.CreateOptions{})
-	// UNWIRED: remove once internal/objects' toStorage passes API errors of Conversion.ToStorage
-	// through (issue 9); until then lapis wraps them as an InternalError.
-	if s := statusOf(t, err); s.Reason == metav1.StatusReasonInternalError && strings.HasPrefix(s.Message, "Internal error occurred: conversion webhook for") {
-		t.Skip("objects.toStorage wraps conversion webhook errors: not wired yet (issue 9)")
-	}
 	expectConversionFailure(t, err, metav1.StatusReasonUnknown,
 		"conversion webhook for "+gadgetGroup+"/v2, Kind=Gadget failed: "+refused)
 }
@@ -438,11 +433,6 @@ func TestCRDConversionWebhookThroughService(t *testing.T) {
 
 	v1, v2 := dyn.Resource(gadgetGVR("v1")).Namespace(ns), dyn.Resource(gadgetGVR("v2")).Namespace(ns)
 	if _, err := v2.Create(ctx, gadget("v2", "a", "colour", "red"), metav1.CreateOptions{}); err != nil {
-		// UNWIRED: remove once internal/server calls crd.Controller.UseWebhookConversion with
-		// admission's service resolver (issue 9); until then kube's DNS resolver is used.
-		if strings.Contains(err.Error(), "lookup hook."+ns+".svc") {
-			t.Skip("conversion webhooks' services resolve through DNS: UseWebhookConversion not wired yet (issue 9)")
-		}
 		t.Fatalf("written at v2 through the service's webhook: %v", err)
 	}
 	if got, err := v1.Get(ctx, "a", metav1.GetOptions{}); err != nil || fmt.Sprint(specOf(got)) != "map[color:red]" {
