@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,48 +102,71 @@ func (p policy) ensure(ctx context.Context, client kubernetes.Interface) error {
 		return fmt.Errorf("unable to prime split ClusterRoleBindings: %w", err)
 	}
 
-	// Failures do not stop the pass: as many objects as possible are reconciled.
-	var failed []error
+	// Failures do not stop the pass: as many objects as possible are reconciled. Objects are
+	// independent, so they are reconciled a few at a time: a first start writes some 140.
+	var jobs []func() error
 	for i := range p.clusterRoles {
 		role := &p.clusterRoles[i]
-		opts := reconciliation.ReconcileRoleOptions{
-			Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: role.DeepCopy()}, Client: clusterRoles, Confirm: true,
-		}
-		if err := reconcileRole(log, &opts, "clusterrole", "", role.Name); err != nil {
-			failed = append(failed, err)
-		}
+		jobs = append(jobs, func() error {
+			opts := reconciliation.ReconcileRoleOptions{
+				Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: role.DeepCopy()}, Client: clusterRoles, Confirm: true,
+			}
+			return reconcileRole(log, &opts, "clusterrole", "", role.Name)
+		})
 	}
 	for i := range p.clusterRoleBindings {
 		binding := &p.clusterRoleBindings[i]
-		opts := reconciliation.ReconcileRoleBindingOptions{
-			RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: binding.DeepCopy()}, Client: clusterRoleBindings, Confirm: true,
-		}
-		if err := reconcileBinding(log, &opts, "clusterrolebinding", "", binding.Name); err != nil {
-			failed = append(failed, err)
-		}
+		jobs = append(jobs, func() error {
+			opts := reconciliation.ReconcileRoleBindingOptions{
+				RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: binding.DeepCopy()}, Client: clusterRoleBindings, Confirm: true,
+			}
+			return reconcileBinding(log, &opts, "clusterrolebinding", "", binding.Name)
+		})
 	}
 	for ns, list := range p.roles {
 		for i := range list {
-			opts := reconciliation.ReconcileRoleOptions{
-				Role: reconciliation.RoleRuleOwner{Role: list[i].DeepCopy()}, Client: roles, Confirm: true,
-			}
-			if err := reconcileRole(log, &opts, "role", ns, list[i].Name); err != nil {
-				failed = append(failed, err)
-			}
+			jobs = append(jobs, func() error {
+				opts := reconciliation.ReconcileRoleOptions{
+					Role: reconciliation.RoleRuleOwner{Role: list[i].DeepCopy()}, Client: roles, Confirm: true,
+				}
+				return reconcileRole(log, &opts, "role", ns, list[i].Name)
+			})
 		}
 	}
 	for ns, list := range p.roleBindings {
 		for i := range list {
-			opts := reconciliation.ReconcileRoleBindingOptions{
-				RoleBinding: reconciliation.RoleBindingAdapter{RoleBinding: list[i].DeepCopy()}, Client: roleBindings, Confirm: true,
-			}
-			if err := reconcileBinding(log, &opts, "rolebinding", ns, list[i].Name); err != nil {
-				failed = append(failed, err)
-			}
+			jobs = append(jobs, func() error {
+				opts := reconciliation.ReconcileRoleBindingOptions{
+					RoleBinding: reconciliation.RoleBindingAdapter{RoleBinding: list[i].DeepCopy()}, Client: roleBindings, Confirm: true,
+				}
+				return reconcileBinding(log, &opts, "rolebinding", ns, list[i].Name)
+			})
 		}
 	}
+	var (
+		mu     sync.Mutex
+		failed []error
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, reconcileParallelism)
+	)
+	for _, job := range jobs {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := job(); err != nil {
+				mu.Lock()
+				failed = append(failed, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 	return utilerrors.NewAggregate(failed)
 }
+
+// reconcileParallelism is how many objects are reconciled at once.
+const reconcileParallelism = 16
 
 // retryable is kube's: conflicts, and storage not yet ready.
 func retryable(err error) bool {
@@ -251,6 +275,7 @@ func (p policy) primeSplit(ctx context.Context, client kubernetes.Interface, lis
 // listed answers the first Get of each object from one list; later Gets (a retry after a
 // conflict or a lost race) ask the server.
 type listed[T any] struct {
+	mu    sync.Mutex
 	items map[string]*T
 	asked map[string]bool
 }
@@ -271,6 +296,8 @@ func newListed[T any, PT interface {
 func key(ns, name string) string { return ns + "/" + name }
 
 func (l *listed[T]) has(ns, name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	_, ok := l.items[key(ns, name)]
 	return ok
 }
@@ -278,6 +305,8 @@ func (l *listed[T]) has(ns, name string) bool {
 // take answers from the list (item nil when absent) the first time ns/name is asked; ok is
 // false afterwards.
 func (l *listed[T]) take(ns, name string) (item *T, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	k := key(ns, name)
 	if l.asked[k] {
 		return nil, false
@@ -453,10 +482,13 @@ func (m *roleBindingModifier) Delete(ns, name string, uid types.UID) error {
 // of a role is created when missing; a caller that may not read or create namespaces goes on.
 type namespaceEnsurer struct {
 	client  kubernetes.Interface
+	mu      sync.Mutex // one namespace at a time: roles of one namespace wait for it
 	present map[string]bool
 }
 
 func (n *namespaceEnsurer) ensure(ctx context.Context, ns string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.present[ns] {
 		return nil
 	}
