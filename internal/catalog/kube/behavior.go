@@ -275,7 +275,9 @@ func contain(err *error) {
 // admission is the way of this type's writes through the chain; kube's plugins see objects at
 // the internal version, typed by kube's scheme.
 func (b *behavior) admission() catalog.Admission {
-	return catalog.Admission{Chain: b.t.admission, Objects: objectInterfaces}
+	objects := b.t.objects
+	if objects == nil {
+		objects = admission.NewObjectInterfacesFromScheme(scheme())
+	}
+	return catalog.Admission{Chain: b.t.admission, Objects: objects}
 }
-
-var objectInterfaces = admission.NewObjectInterfacesFromScheme(scheme())

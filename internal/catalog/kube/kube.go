@@ -8,7 +8,9 @@ import (
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -61,6 +63,7 @@ func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*
 	}
 	rows := table(d)
 	tables := newTables()
+	objects := newObjectInterfaces()
 	var out []*catalog.Resource
 	for _, g := range groups {
 		for _, v := range g.Versions {
@@ -79,11 +82,12 @@ func Resources(d Deps, provided map[schema.GroupResource]*catalog.Resource) ([]*
 				if !ok {
 					continue
 				}
-				row.admission, row.checkWrite = d.Admission, d.CheckWrite
+				row.admission, row.checkWrite, row.objects = d.Admission, d.CheckWrite, objects
 				r, err := resource(g.Group, v.Version, entry, row, tables)
 				if err != nil {
 					return nil, err
 				}
+				objects.register(r, entry)
 				out = append(out, r)
 			}
 		}
@@ -240,4 +244,42 @@ func requestContext(ctx context.Context, t *Type, namespace, subresource, verb s
 		Namespace: namespace, Resource: t.Resource.Resource, Subresource: subresource,
 	})
 	return warning.WithWarningRecorder(ctx, w)
+}
+
+// objectInterfaces are what admission plugins create, convert and type built-in objects with:
+// kube's scheme, and the registry of equivalent resources kube-apiserver's installer fills, by
+// which a webhook registered for one version of a resource (autoscaling/v2
+// horizontalpodautoscalers) is called for writes through another (autoscaling/v1), and core
+// and events.k8s.io Events are one resource.
+type objectInterfaces struct {
+	admission.RuntimeObjectInterfaces
+	registry   runtime.EquivalentResourceRegistry
+	identities map[schema.GroupResource]string
+}
+
+func newObjectInterfaces() *objectInterfaces {
+	o := &objectInterfaces{identities: map[schema.GroupResource]string{}}
+	// As kube-apiserver's: resources stored under one prefix are one resource.
+	o.registry = runtime.NewEquivalentResourceRegistryWithIdentity(func(gr schema.GroupResource) string { return o.identities[gr] })
+	s := scheme()
+	o.RuntimeObjectInterfaces = admission.RuntimeObjectInterfaces{ObjectCreater: s, ObjectTyper: s, ObjectDefaulter: s,
+		ObjectConvertor: s, EquivalentResourceMapper: o.registry}
+	return o
+}
+
+// register records r's kinds, as kube's installer registers each route's.
+func (o *objectInterfaces) register(r *catalog.Resource, entry *apidiscoveryv2.APIResourceDiscovery) {
+	gvr := r.GroupVersionResource()
+	o.identities[gvr.GroupResource()] = r.StorageGroupResource.String()
+	o.registry.RegisterKindFor(gvr, "", r.GroupVersionKind())
+	for _, sub := range entry.Subresources {
+		if sub.ResponseKind == nil {
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: sub.ResponseKind.Group, Version: sub.ResponseKind.Version, Kind: sub.ResponseKind.Kind}
+		if gvk.Group == "" && gvk.Version == "" {
+			gvk = r.GroupVersion.WithKind(gvk.Kind)
+		}
+		o.registry.RegisterKindFor(gvr, sub.Subresource, gvk)
+	}
 }

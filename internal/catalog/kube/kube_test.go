@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
@@ -295,5 +297,46 @@ func TestDeprecationWarnings(t *testing.T) {
 	}
 	if pods := resourceNamed(t, schema.GroupVersionResource{Version: "v1", Resource: "pods"}); pods.DeprecationWarning != "" {
 		t.Errorf("pods: %q", pods.DeprecationWarning)
+	}
+}
+
+// TestEquivalentResources: admission sees the versions of a resource, and resources stored
+// together, as one resource (kube's EquivalentResourceRegistry), so that webhooks and policies
+// with matchPolicy Equivalent are called for writes through any of them.
+func TestEquivalentResources(t *testing.T) {
+	rs, err := Resources(Deps{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byGVR := map[schema.GroupVersionResource]*catalog.Resource{}
+	for _, r := range rs {
+		byGVR[r.GroupVersionResource()] = r
+	}
+	mapper := func(gvr schema.GroupVersionResource) runtime.EquivalentResourceMapper {
+		r, ok := byGVR[gvr]
+		if !ok {
+			t.Fatalf("%v not served", gvr)
+		}
+		return r.Behavior.(*behavior).admission().Objects.GetEquivalentResourceMapper()
+	}
+	for _, c := range []struct {
+		gvr, equivalent schema.GroupVersionResource
+	}{
+		{schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"},
+			schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}},
+		{schema.GroupVersionResource{Version: "v1", Resource: "events"},
+			schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}},
+	} {
+		if got := mapper(c.gvr).EquivalentResourcesFor(c.gvr, ""); !slices.Contains(got, c.equivalent) {
+			t.Errorf("equivalents of %v: %v, want %v among them", c.gvr, got, c.equivalent)
+		}
+	}
+	scale := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	if got := mapper(scale).KindFor(scale, "scale"); got != (schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}) {
+		t.Errorf("deployments/scale kind: %v", got)
+	}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if got := mapper(cms).EquivalentResourcesFor(cms, ""); len(got) != 1 {
+		t.Errorf("configmaps' equivalents: %v, want itself only", got)
 	}
 }

@@ -124,6 +124,8 @@ type strategies struct {
 	deleteWarning string
 	// admission is the chain of the process (nil: none).
 	admission func() admission.Interface
+	// objects are the admission ObjectInterfaces of the catalogue's built-in types.
+	objects admission.ObjectInterfaces
 	// checkWrite is Deps.CheckWrite.
 	checkWrite func(ctx context.Context, obj, old runtime.Object) error
 	// storedAs names the resource whose objects these are, when another one (core events for
