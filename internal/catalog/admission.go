@@ -158,3 +158,42 @@ func (w *Warnings) AddWarning(_, text string) {
 		*w = append(*w, text)
 	}
 }
+
+type optionsKey struct{}
+
+// writeOptions are a write request's options as admission sees them.
+type writeOptions struct {
+	create *metav1.CreateOptions
+	update *metav1.UpdateOptions
+}
+
+// WithRequestOptions records a write request's dry-run, field manager and field validation
+// options for admission (AdmissionReview's request.options), as kube-apiserver passes them: a
+// create's and an update's own, a patch's as both (kube's patchToCreateOptions and
+// patchToUpdateOptions).
+func WithRequestOptions(ctx context.Context, dryRun []string, fieldManager, fieldValidation string) context.Context {
+	return context.WithValue(ctx, optionsKey{}, writeOptions{
+		create: &metav1.CreateOptions{DryRun: dryRun, FieldManager: fieldManager, FieldValidation: fieldValidation},
+		update: &metav1.UpdateOptions{DryRun: dryRun, FieldManager: fieldManager, FieldValidation: fieldValidation},
+	})
+}
+
+// CreateOptions are the options admission sees for a create in ctx.
+func CreateOptions(ctx context.Context) *metav1.CreateOptions {
+	o := &metav1.CreateOptions{}
+	if w, ok := ctx.Value(optionsKey{}).(writeOptions); ok {
+		o = w.create.DeepCopy()
+	}
+	o.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("CreateOptions"))
+	return o
+}
+
+// UpdateOptions are the options admission sees for an update in ctx.
+func UpdateOptions(ctx context.Context) *metav1.UpdateOptions {
+	o := &metav1.UpdateOptions{}
+	if w, ok := ctx.Value(optionsKey{}).(writeOptions); ok {
+		o = w.update.DeepCopy()
+	}
+	o.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("UpdateOptions"))
+	return o
+}

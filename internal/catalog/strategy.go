@@ -76,7 +76,7 @@ func (s *hookStrategy) AdmitDelete(ctx context.Context, obj *unstructured.Unstru
 func (s *hookStrategy) BeforeCreate(ctx context.Context, obj *unstructured.Unstructured) ([]string, error) {
 	var w Warnings // admission's (webhooks', policies')
 	ctx = warning.WithWarningRecorder(ctx, &w)
-	attrs := s.admission.Attributes(ctx, obj, nil, s.served, s.resource, "", admission.Create, &metav1.CreateOptions{})
+	attrs := s.admission.Attributes(ctx, obj, nil, s.served, s.resource, "", admission.Create, CreateOptions(ctx))
 	if err := s.admission.Mutate(ctx, attrs); err != nil {
 		return w, err
 	}
@@ -93,7 +93,7 @@ func (s *hookStrategy) BeforeCreate(ctx context.Context, obj *unstructured.Unstr
 func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) ([]string, error) {
 	var w Warnings
 	ctx = warning.WithWarningRecorder(ctx, &w)
-	attrs := s.admission.Attributes(ctx, obj, old, s.served, s.resource, subresource, admission.Update, &metav1.UpdateOptions{})
+	attrs := s.admission.Attributes(ctx, obj, old, s.served, s.resource, subresource, admission.Update, UpdateOptions(ctx))
 	if err := s.admission.Mutate(ctx, attrs); err != nil {
 		return w, err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/patch"
@@ -92,7 +93,8 @@ func (h *Handler) patch(rq *request) error {
 	}
 	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
 		Patched: &patched, Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
-	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
+	res, err := h.objects.Update(ctx, rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
 		return err
@@ -227,7 +229,8 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 		return err
 	}
 	force := opts.Force != nil && *opts.Force
-	res, err := h.objects.Apply(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
+	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
+	res, err := h.objects.Apply(ctx, rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
 		WriteOptions: objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
 			Manager: opts.FieldManager, Subresource: rq.info.Subresource, AuthorizeCreate: h.authorizeAs(rq, "create")},
 		Force: force,

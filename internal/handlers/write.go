@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
@@ -25,7 +26,8 @@ func (h *Handler) create(rq *request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.objects.Create(rq.req.Context(), rq.resource, rq.info.Namespace, obj, objects.WriteOptions{
+	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
+	res, err := h.objects.Create(ctx, rq.resource, rq.info.Namespace, obj, objects.WriteOptions{
 		DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
 		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()),
 	})
@@ -68,7 +70,8 @@ func (h *Handler) update(rq *request) error {
 	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
 		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())}
 	wo.Subresource = rq.info.Subresource
-	res, err := h.objects.Update(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
+	res, err := h.objects.Update(ctx, rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
 		return err

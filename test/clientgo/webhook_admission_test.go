@@ -97,8 +97,9 @@ func testSelectors(ns string) (namespaceSelector, objectSelector *metav1.LabelSe
 
 // calls records who each webhook was called by, and for what.
 type calls struct {
-	mu   sync.Mutex
-	seen []string // "path OPERATION user"
+	mu      sync.Mutex
+	seen    []string          // "path OPERATION user"
+	options map[string]string // "path OPERATION name" -> the request's options, as sent
 }
 
 func (c *calls) add(ctx context.Context, path string) {
@@ -109,6 +110,10 @@ func (c *calls) add(ctx context.Context, path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen = append(c.seen, fmt.Sprintf("%s %s %s %s", path, req.Operation, req.Name, req.UserInfo.Username))
+	if c.options == nil {
+		c.options = map[string]string{}
+	}
+	c.options[fmt.Sprintf("%s %s %s", path, req.Operation, req.Name)] = string(req.Options.Raw)
 }
 
 func (c *calls) snapshot() []string {
@@ -445,6 +450,20 @@ func TestWebhookInstallOptions(t *testing.T) {
 	got := slices.DeleteFunc(seen.snapshot(), func(s string) bool { return strings.Contains(s, " CREATE probe ") })
 	if !slices.Equal(got, want) {
 		t.Errorf("webhook calls:\n got %q\nwant %q", got, want)
+	}
+	// The request's options, as kube-apiserver sends them (meta.k8s.io/v1 CreateOptions and
+	// UpdateOptions with the request's dryRun and fieldManager).
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	for call, want := range map[string][]string{
+		"mutate-configmap CREATE probe":   {`"kind":"CreateOptions"`, `"apiVersion":"meta.k8s.io/v1"`, `"dryRun":["All"]`},
+		"validate-configmap UPDATE paint": {`"kind":"UpdateOptions"`, `"apiVersion":"meta.k8s.io/v1"`},
+	} {
+		for _, w := range want {
+			if !strings.Contains(seen.options[call], w) {
+				t.Errorf("%s: options %s, want %s in them", call, seen.options[call], w)
+			}
+		}
 	}
 }
 

@@ -71,7 +71,7 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	if err := b.checkWrite(ctx, obj, nil, ""); err != nil {
 		return w, err
 	}
-	attrs := b.admission().Attributes(ctx, obj, nil, b.served, b.t.Resource, "", admission.Create, &metav1.CreateOptions{})
+	attrs := b.admission().Attributes(ctx, obj, nil, b.served, b.t.Resource, "", admission.Create, catalog.CreateOptions(ctx))
 	if err := b.admission().Mutate(ctx, attrs); err != nil {
 		return w, err
 	}
@@ -104,7 +104,7 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	if err := b.checkWrite(ctx, obj, oldObj, subresource); err != nil {
 		return w, err
 	}
-	attrs := b.admission().Attributes(ctx, obj, oldObj, b.served, b.t.Resource, subresource, admission.Update, &metav1.UpdateOptions{})
+	attrs := b.admission().Attributes(ctx, obj, oldObj, b.served, b.t.Resource, subresource, admission.Update, catalog.UpdateOptions(ctx))
 	if err := b.admission().Mutate(ctx, attrs); err != nil {
 		return w, err
 	}
