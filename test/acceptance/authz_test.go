@@ -223,6 +223,18 @@ func TestServiceAccountTokens(t *testing.T) {
 		return err != nil && strings.Contains(errOut, "Unauthorized"), out + errOut
 	})
 
+	// A token bound to a Secret works while the Secret exists.
+	l.must(t, "-n", "robots", "create", "secret", "generic", "anchor", "--from-literal=k=v")
+	boundToSecret := strings.TrimSpace(l.must(t, "-n", "robots", "create", "token", "default", "--bound-object-kind=Secret", "--bound-object-name=anchor"))
+	if _, errOut, err := whoami(boundToSecret); err != nil {
+		t.Fatalf("a token bound to an existing Secret: %v %s", err, errOut)
+	}
+	l.must(t, "-n", "robots", "delete", "secret", "anchor")
+	eventually(t, 15*time.Second, "a token bound to a deleted Secret is refused", func() (bool, string) {
+		out, errOut, err := whoami(boundToSecret)
+		return err != nil && strings.Contains(errOut, "Unauthorized"), out + errOut
+	})
+
 	// A legacy token Secret is filled in by the token controller and authenticates.
 	l.mustIn(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"legacy","annotations":{"kubernetes.io/service-account.name":"default"}},"type":"kubernetes.io/service-account-token"}`,
 		"-n", "robots", "create", "-f", "-")
@@ -295,6 +307,8 @@ func TestIdentities(t *testing.T) {
 	wantContains(t, "carol impersonating dave", errOut, `configmaps is forbidden: User "carol" cannot impersonate-on:user-info:list resource "configmaps" in API group "" in the namespace "team"`)
 	out, errOut, _ = l.kubectl("--as=dave", "--as-group=devs", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
 	wantEqual(t, "the admin impersonating dave", out+errOut, `dave ["devs","system:authenticated"]`)
+	out, errOut, _ = l.kubectl("--as=dave", "--as-uid=1234", "--as-group=devs", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.uid}")
+	wantEqual(t, "the admin impersonating dave with a uid", out+errOut, `dave 1234`)
 	_, errOut, _ = l.kubectl("--as=nobody", "-n", "team", "create", "configmap", "x")
 	wantContains(t, "the admin impersonating a user without roles", errOut, `configmaps is forbidden: User "nobody" cannot create resource "configmaps" in API group "" in the namespace "team"`)
 
