@@ -11,8 +11,11 @@
 // resourceVersion, JSON-patch limits and strategic merge keys (requests_test.go), an object of
 // every storable built-in kind through every verb, representation and subresource, its bodies
 // compared whole after masking (builtin_test.go, mask_test.go), and refused objects and updates
-// of the common kinds (invalid_test.go). A recovered panic in lapis's log during a case fails
-// that case. KUBEDIFF_KUBE_ONLY=1 sends the last two to kube alone, to check their fixtures.
+// of the common kinds (invalid_test.go), and authorization (authz_test.go): access reviews,
+// requests, `kubectl auth can-i`/`--list`/`whoami` and refusals (escalation, impersonation,
+// apply that creates) for users bound to bootstrap and custom roles, a ServiceAccount token and
+// anonymous requests. A recovered panic in lapis's log during a case fails that case.
+// KUBEDIFF_KUBE_ONLY=1 sends the last three to kube alone, to check their fixtures.
 //
 // TestMain starts one lapis in-process and one kube-apiserver in a temporary directory, and
 // stops both at the end. kube-apiserver is built once (about 15 minutes) into
