@@ -28,6 +28,8 @@ type Authorizer struct {
 	rules    authorizer.RuleResolver
 	resolver rbacregistryvalidation.AuthorizationRuleResolver // escalation checks' view of RBAC
 	synced   []cache.InformerSynced
+	// decisions remembers answers while RBAC's objects are unchanged (nil: not remembered).
+	decisions *decisions
 }
 
 var (
@@ -97,6 +99,19 @@ func New(mode []string, factory informers.SharedInformerFactory) (*Authorizer, e
 		authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: strings.ToLower(m), Authorizer: az})
 		resolvers = append(resolvers, rr)
 	}
+	if slices.Contains(mode, modes.ModeRBAC) {
+		a.decisions = &decisions{}
+		forget := cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { a.decisions.forget() },
+			UpdateFunc: func(any, any) { a.decisions.forget() },
+			DeleteFunc: func(any) { a.decisions.forget() },
+		}
+		for _, i := range []cache.SharedIndexInformer{roles.Informer(), roleBindings.Informer(), clusterRoles.Informer(), clusterRoleBindings.Informer()} {
+			if _, err := i.AddEventHandler(forget); err != nil {
+				return nil, err
+			}
+		}
+	}
 	u, err := union.New(authorizers...)
 	if err != nil {
 		return nil, err
@@ -126,7 +141,22 @@ func validate(mode []string) error {
 
 // Authorize implements authorizer.Authorizer.
 func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	return a.union.Authorize(ctx, attrs)
+	if a.decisions == nil {
+		return a.union.Authorize(ctx, attrs)
+	}
+	key, ok := decisionKey(attrs)
+	if !ok {
+		return a.union.Authorize(ctx, attrs)
+	}
+	remembered, ok, generation := a.decisions.get(key)
+	if ok {
+		return remembered.decision, remembered.reason, nil
+	}
+	d, reason, err := a.union.Authorize(ctx, attrs)
+	if err == nil {
+		a.decisions.put(generation, key, decision{d, reason})
+	}
+	return d, reason, err
 }
 
 // ConditionsAwareAuthorize implements authorizer.Authorizer.
