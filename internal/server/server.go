@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,6 +228,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
 	}
 	log.Info("lapis is serving", "address", "https://"+s.listener.Addr().String(), "kubeconfig", KubeconfigPath(cfg.DataDir))
+	// Starting (kube's schemes, OpenAPI models, the first lists) leaves garbage several times
+	// the heap lapis then keeps: hand it back now rather than over minutes.
+	go debug.FreeOSMemory()
 	return s, nil
 }
 
