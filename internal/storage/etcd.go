@@ -42,6 +42,9 @@ func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, 
 	return OpenEmbeddedTLS(ctx, dir, clientURL, nil)
 }
 
+// minFreeToStart is the free space below which the embedded etcd is not started.
+const minFreeToStart = 4 << 20
+
 // OpenEmbeddedTLS is OpenEmbedded exposing etcd at an https clientURL with serving, which
 // requires client certificates. An https URL needs serving; serving needs an https URL.
 func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving *ServerTLS) (*Backend, error) {
@@ -82,6 +85,11 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 	cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 2000, 500
 	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
 
+	// On a full disk etcd would start, tear its log's tail writing to it and then need a whole
+	// segment's room to repair it: it is not started at all there.
+	if free, err := freeSpace(dir); err == nil && free < minFreeToStart {
+		return nil, fmt.Errorf("the disk holding lapis's data is full (no space left on device: %d KiB free): free space on it and start lapis again", free>>10)
+	}
 	walBlocked := walCannotRollOver(cfg.Dir) // known only before etcd starts
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -112,7 +112,7 @@ spec:
   failurePolicy: Ignore
   matchConstraints: {resourceRules: [{apiGroups: [none.kubediff.example.com], apiVersions: [v1], operations: [CREATE], resources: [nothings]}]}
   validations: [{expression: "true"}]`,
-		subresources: []string{"status"}, kubeCodes: applyConflicts},
+		subresources: []string{"status"}, kubeCodes: applyConflicts, settled: "status.observedGeneration"},
 	{gv: "admissionregistration.k8s.io/v1", resource: "validatingadmissionpolicybindings", kind: "ValidatingAdmissionPolicyBinding", body: `
 spec: {policyName: kdb-vap, validationActions: [Deny]}`},
 	{gv: "admissionregistration.k8s.io/v1", resource: "validatingwebhookconfigurations", kind: "ValidatingWebhookConfiguration", body: `
