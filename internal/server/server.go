@@ -54,6 +54,7 @@ type Server struct {
 	done     chan struct{}
 
 	shutdownOnce sync.Once
+	unlock       func() // releases the data directory
 }
 
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
@@ -71,7 +72,18 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	host, _, err := net.SplitHostPort(cfg.Listen)
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			unlock()
+		}
+	}()
+	var host string
+	host, _, err = net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", cfg.Listen, err)
 	}
@@ -84,7 +96,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: log, backend: backend, stop: stop, done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, backend: backend, stop: stop, done: make(chan struct{}), unlock: unlock}
 	fail := func(err error) (*Server, error) {
 		stop()
 		backend.Close()
@@ -228,6 +240,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
 	}
 	log.Info("lapis is serving", "address", "https://"+s.listener.Addr().String(), "kubeconfig", KubeconfigPath(cfg.DataDir))
+	started = true
 	// Starting (kube's schemes, OpenAPI models, the first lists) leaves garbage several times
 	// the heap lapis then keeps: hand it back now rather than over minutes.
 	go debug.FreeOSMemory()
@@ -290,5 +303,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if cerr := s.backend.Close(); err == nil {
 		err = cerr
 	}
+	s.unlock()
 	return err
 }

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -82,4 +84,33 @@ func TestStartServeShutdown(t *testing.T) {
 	if _, err := http.Get("http://" + srv.Addr().String()); err == nil {
 		t.Error("still serving after Shutdown")
 	}
+}
+
+// TestDataDirInUse: a second lapis on a data directory in use is refused at once, saying so;
+// once the first has stopped, the directory is free again.
+func TestDataDirInUse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begun := time.Now()
+	if second, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0"}, log); err == nil {
+		second.Shutdown(context.Background())
+		t.Fatal("a second lapis started on a data directory in use")
+	} else if !strings.Contains(err.Error(), "is in use by another lapis") {
+		t.Errorf("second start: %v, want it to say the directory is in use", err)
+	}
+	if took := time.Since(begun); took > 5*time.Second {
+		t.Errorf("the refusal took %v", took)
+	}
+	if err := first.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0"}, log)
+	if err != nil {
+		t.Fatalf("restart after the first stopped: %v", err)
+	}
+	again.Shutdown(context.Background())
 }
