@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -57,9 +58,11 @@ func (l *loopback) connect(addr net.Addr, creds *auth.Credentials) error {
 	return nil
 }
 
-// buildChain makes the admission chain; its informers start with start.
-func (l *loopback) buildChain(authz authorizer.Authorizer, stop <-chan struct{}) error {
-	chain, err := lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory, Authorizer: authz, Stop: stop})
+// buildChain makes the admission chain, whose webhooks reach services through services; its
+// informers start with start.
+func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, stop <-chan struct{}) error {
+	chain, err := lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory,
+		Authorizer: authz, ServiceResolver: services, Stop: stop})
 	if err != nil {
 		return err
 	}

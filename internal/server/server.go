@@ -138,14 +138,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		_ = s.listener.Close()
 		return fail(err)
 	}
-	// CRD conversion webhooks are called as admission webhooks are: a service at one of its
+	// Admission and CRD conversion webhooks are called alike: a service at one of its
 	// EndpointSlices' endpoints, lapis's own kubernetes Service with the loopback credentials.
-	conversionServices, err := lapisadmission.NewServiceResolver(lb.factory, lb.config.Host, runCtx.Done())
+	webhookServices, err := lapisadmission.NewServiceResolver(lb.factory, lb.config.Host, runCtx.Done())
 	if err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}
-	crds.UseWebhookConversion(conversionServices, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, lb.config, noop.NewTracerProvider()))
+	crds.UseWebhookConversion(webhookServices, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, lb.config, noop.NewTracerProvider()))
 	authenticator, err := newAuthenticator(cfg, creds)
 	if err != nil {
 		_ = s.listener.Close()
@@ -159,7 +159,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	lb.authz.Store(authorizer)
 	id := newIdentity(authenticator, authorizer)
 	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
-	if err := lb.buildChain(id.authz, runCtx.Done()); err != nil {
+	if err := lb.buildChain(id.authz, webhookServices, runCtx.Done()); err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}
