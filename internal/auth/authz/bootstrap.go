@@ -6,11 +6,9 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -89,11 +87,10 @@ func (p policy) ensure(ctx context.Context, client kubernetes.Interface) error {
 	if err != nil {
 		return fmt.Errorf("unable to initialize rolebindings: %w", err)
 	}
-	clusterRoles := &clusterRoleModifier{ctx: ctx, client: client, listed: newListed(crs.Items)}
-	clusterRoleBindings := &clusterRoleBindingModifier{ctx: ctx, client: client, listed: newListed(crbs.Items)}
-	namespaces := &namespaceEnsurer{client: client, present: map[string]bool{}}
-	roles := &roleModifier{ctx: ctx, client: client, namespaces: namespaces, listed: newListed(rs.Items)}
-	roleBindings := &roleBindingModifier{ctx: ctx, client: client, namespaces: namespaces, listed: newListed(rbs.Items)}
+	clusterRoles := &clusterRoleModifier{reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()}, newListed(crs.Items)}
+	clusterRoleBindings := &clusterRoleBindingModifier{reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()}, newListed(crbs.Items)}
+	roles := &roleModifier{reconciliation.RoleModifier{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}, newListed(rs.Items)}
+	roleBindings := &roleBindingModifier{reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}, newListed(rbs.Items)}
 
 	if err := p.primeAggregated(ctx, client, clusterRoles.listed); err != nil {
 		return fmt.Errorf("unable to prime aggregated clusterroles: %w", err)
@@ -315,90 +312,42 @@ func (l *listed[T]) take(ns, name string) (item *T, ok bool) {
 	return l.items[k], true
 }
 
-// The modifiers are kube's reconciliation client adapters with a context and the list. They
-// hold ctx because kube's interfaces take none.
+// The modifiers are kube's reconciliation client adapters, answering each object's first Get
+// from the pass's list (a restart then reads four lists, not one object at a time).
 
 type clusterRoleModifier struct {
-	ctx    context.Context
-	client kubernetes.Interface
+	reconciliation.ClusterRoleModifier
 	listed *listed[rbacv1.ClusterRole]
 }
 
-func (m *clusterRoleModifier) Get(_, name string) (reconciliation.RuleOwner, error) {
+func (m *clusterRoleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
 	if r, ok := m.listed.take("", name); ok {
 		if r == nil {
 			return nil, apierrors.NewNotFound(rbacv1.Resource("clusterroles"), name)
 		}
 		return reconciliation.ClusterRoleRuleOwner{ClusterRole: r.DeepCopy()}, nil
 	}
-	r, err := m.client.RbacV1().ClusterRoles().Get(m.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: r}, nil
-}
-
-func (m *clusterRoleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	r, err := m.client.RbacV1().ClusterRoles().Create(m.ctx, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: r}, nil
-}
-
-func (m *clusterRoleModifier) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	r, err := m.client.RbacV1().ClusterRoles().Update(m.ctx, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: r}, nil
+	return m.ClusterRoleModifier.Get(ns, name)
 }
 
 type clusterRoleBindingModifier struct {
-	ctx    context.Context
-	client kubernetes.Interface
+	reconciliation.ClusterRoleBindingClientAdapter
 	listed *listed[rbacv1.ClusterRoleBinding]
 }
 
-func (m *clusterRoleBindingModifier) Get(_, name string) (reconciliation.RoleBinding, error) {
+func (m *clusterRoleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
 	if b, ok := m.listed.take("", name); ok {
 		if b == nil {
 			return nil, apierrors.NewNotFound(rbacv1.Resource("clusterrolebindings"), name)
 		}
 		return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b.DeepCopy()}, nil
 	}
-	b, err := m.client.RbacV1().ClusterRoleBindings().Get(m.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b}, nil
-}
-
-func (m *clusterRoleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	b, err := m.client.RbacV1().ClusterRoleBindings().Create(m.ctx, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b}, nil
-}
-
-func (m *clusterRoleBindingModifier) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	b, err := m.client.RbacV1().ClusterRoleBindings().Update(m.ctx, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b}, nil
-}
-
-func (m *clusterRoleBindingModifier) Delete(_, name string, uid types.UID) error {
-	return m.client.RbacV1().ClusterRoleBindings().Delete(m.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	return m.ClusterRoleBindingClientAdapter.Get(ns, name)
 }
 
 type roleModifier struct {
-	ctx        context.Context
-	client     kubernetes.Interface
-	namespaces *namespaceEnsurer
-	listed     *listed[rbacv1.Role]
+	reconciliation.RoleModifier // creates a role's namespace when missing, as kube's hook does
+	listed                      *listed[rbacv1.Role]
 }
 
 func (m *roleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
@@ -408,37 +357,12 @@ func (m *roleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
 		}
 		return reconciliation.RoleRuleOwner{Role: r.DeepCopy()}, nil
 	}
-	r, err := m.client.RbacV1().Roles(ns).Get(m.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.RoleRuleOwner{Role: r}, nil
-}
-
-func (m *roleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	if err := m.namespaces.ensure(m.ctx, in.GetNamespace()); err != nil {
-		return nil, err
-	}
-	r, err := m.client.RbacV1().Roles(in.GetNamespace()).Create(m.ctx, in.(reconciliation.RoleRuleOwner).Role, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.RoleRuleOwner{Role: r}, nil
-}
-
-func (m *roleModifier) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	r, err := m.client.RbacV1().Roles(in.GetNamespace()).Update(m.ctx, in.(reconciliation.RoleRuleOwner).Role, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.RoleRuleOwner{Role: r}, nil
+	return m.RoleModifier.Get(ns, name)
 }
 
 type roleBindingModifier struct {
-	ctx        context.Context
-	client     kubernetes.Interface
-	namespaces *namespaceEnsurer
-	listed     *listed[rbacv1.RoleBinding]
+	reconciliation.RoleBindingClientAdapter
+	listed *listed[rbacv1.RoleBinding]
 }
 
 func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
@@ -448,61 +372,5 @@ func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, 
 		}
 		return reconciliation.RoleBindingAdapter{RoleBinding: b.DeepCopy()}, nil
 	}
-	b, err := m.client.RbacV1().RoleBindings(ns).Get(m.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.RoleBindingAdapter{RoleBinding: b}, nil
-}
-
-func (m *roleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	if err := m.namespaces.ensure(m.ctx, in.GetNamespace()); err != nil {
-		return nil, err
-	}
-	b, err := m.client.RbacV1().RoleBindings(in.GetNamespace()).Create(m.ctx, in.(reconciliation.RoleBindingAdapter).RoleBinding, metav1.CreateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.RoleBindingAdapter{RoleBinding: b}, nil
-}
-
-func (m *roleBindingModifier) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	b, err := m.client.RbacV1().RoleBindings(in.GetNamespace()).Update(m.ctx, in.(reconciliation.RoleBindingAdapter).RoleBinding, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return reconciliation.RoleBindingAdapter{RoleBinding: b}, nil
-}
-
-func (m *roleBindingModifier) Delete(ns, name string, uid types.UID) error {
-	return m.client.RbacV1().RoleBindings(ns).Delete(m.ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-}
-
-// namespaceEnsurer is kube's tryEnsureNamespace, once per namespace and pass: the namespace
-// of a role is created when missing; a caller that may not read or create namespaces goes on.
-type namespaceEnsurer struct {
-	client  kubernetes.Interface
-	mu      sync.Mutex // one namespace at a time: roles of one namespace wait for it
-	present map[string]bool
-}
-
-func (n *namespaceEnsurer) ensure(ctx context.Context, ns string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.present[ns] {
-		return nil
-	}
-	namespaces := n.client.CoreV1().Namespaces()
-	_, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
-	if err != nil {
-		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
-			return err
-		}
-		_, err = namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
-			return err
-		}
-	}
-	n.present[ns] = true
-	return nil
+	return m.RoleBindingClientAdapter.Get(ns, name)
 }
