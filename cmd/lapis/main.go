@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/kubectl/pkg/cmd"
 
 	"github.com/lapis-dev/lapis/internal/allocate"
+	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
 )
 
@@ -78,11 +78,16 @@ func serve(args []string) error {
 	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, "issuer of ServiceAccount tokens; the first signs, all are accepted (default https://kubernetes.default.svc.cluster.local)")
 	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest validity a TokenRequest may ask for (0: no limit)")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "port range (MIN-MAX, inclusive) from which NodePort and LoadBalancer Services get node ports")
+	audit.AddFlags(fs, &cfg.Audit)
+	logs := addLoggingFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.NoAnonymousAuth = !anonymousAuth
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := logs.apply(os.Stdout, os.Stderr)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	srv, err := server.Start(ctx, cfg, log)

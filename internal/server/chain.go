@@ -18,8 +18,10 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/filters/impersonation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/httplog"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/discovery"
 	"github.com/lapis-dev/lapis/internal/handlers"
@@ -49,8 +51,10 @@ type identity struct {
 func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
+	metrics := s.newMetrics()
 	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}).
-		WithTokenIssuer(id.tokens)
+		WithTokenIssuer(id.tokens).WithWatchObserver(metrics)
+	metricsHandler := metrics.Handler()
 	health := newHealth(s.objects.Store(), s.ready.Load)
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)
@@ -69,6 +73,8 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 			_ = json.NewEncoder(w).Encode(Version)
 		case info.IsResource:
 			verbs.Serve(w, req, info)
+		case req.URL.Path == "/metrics":
+			metricsHandler.ServeHTTP(w, req)
 		case strings.HasPrefix(req.URL.Path, "/debug/pprof"):
 			// Profiling, as kube-apiserver's --profiling (on by default), for whom RBAC lets in.
 			profiling.ServeHTTP(w, req)
@@ -81,11 +87,20 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 		}
 	})
 	codecs := legacyscheme.Codecs
-	var handler http.Handler = serve
+	// Requests are counted once authorized, as kube-apiserver counts them.
+	handler := metrics.WithRequests(serve)
 	handler = genericfilters.WithAuthorization(handler, id.authz, codecs)
 	handler = impersonation.WithConstrainedImpersonation(handler, id.authz, codecs)
-	handler = genericfilters.WithAuthentication(handler, id.authn, genericfilters.Unauthorized(codecs), id.audiences, nil)
+	// As kube-apiserver's DefaultBuildHandlerChain: audit right inside authentication (401s
+	// audited by the failed-authentication handler), request logs (-v=3) outside it, the
+	// audit ID (Audit-Id header) given first.
+	handler = s.audit.WithAudit(handler)
+	handler = genericfilters.WithAuthentication(handler, id.authn, s.audit.WithFailedAuthenticationAudit(genericfilters.Unauthorized(codecs)), id.audiences, nil)
+	handler = httplog.WithLogging(handler, httplog.DefaultStacktracePred)
 	handler = genericfilters.WithRequestInfo(handler, requestInfoResolver)
+	handler = genericfilters.WithRequestReceivedTimestamp(handler)
+	handler = genericfilters.WithRequestReceivedTimestamp(handler)
+	handler = audit.WithAuditInit(handler)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {

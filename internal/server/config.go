@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lapis-dev/lapis/internal/allocate"
+	"github.com/lapis-dev/lapis/internal/audit"
 )
 
 // Config is what `lapis serve` is told on its command line.
@@ -51,6 +52,9 @@ type Config struct {
 	ServiceAccountKeyFiles           []string
 	ServiceAccountIssuers            []string
 	ServiceAccountMaxTokenExpiration time.Duration
+	// Audit is kube-apiserver's --audit-log-* and --audit-policy-file: where audit events go
+	// and which are recorded at what level.
+	Audit audit.Options
 }
 
 // Defaults as documented for `lapis serve`.
@@ -81,6 +85,9 @@ func (c Config) validate() error {
 		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile apply to --etcd-servers")
 	}
 	if _, err := allocate.ParseConfig(c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
+		return err
+	}
+	if err := c.Audit.Validate(); err != nil {
 		return err
 	}
 	if c.RequestTimeout < 0 || c.IdleTimeout < 0 {

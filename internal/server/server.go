@@ -21,6 +21,7 @@ import (
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
+	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/auth/authz"
@@ -55,6 +56,7 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	unlock       func() // releases the data directory
+	audit        *audit.Auditing
 }
 
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
@@ -102,6 +104,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		backend.Close()
 		return nil, err
 	}
+	if s.audit, err = audit.New(cfg.Audit); err != nil {
+		return fail(err)
+	}
+	defer func() {
+		if !started {
+			_ = s.audit.Shutdown()
+		}
+	}()
 
 	store := backend.Store(log) // refuses writes while the disk is nearly full
 	cat := catalog.New()
@@ -304,5 +314,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 		err = cerr
 	}
 	s.unlock()
+	if aerr := s.audit.Shutdown(); err == nil {
+		err = aerr
+	}
 	return err
 }
