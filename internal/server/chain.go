@@ -99,7 +99,6 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	handler = httplog.WithLogging(handler, httplog.DefaultStacktracePred)
 	handler = genericfilters.WithRequestInfo(handler, requestInfoResolver)
 	handler = genericfilters.WithRequestReceivedTimestamp(handler)
-	handler = genericfilters.WithRequestReceivedTimestamp(handler)
 	handler = audit.WithAuditInit(handler)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		defer func() {
