@@ -25,6 +25,8 @@ type Handler struct {
 	protobuf runtime.Serializer
 	// computed serves what kube-apiserver answers without storing (virtual.go).
 	computed *computed
+	// watches is told of watches and their events (observe.go).
+	watches WatchObserver
 }
 
 // New returns a Handler over svc.
@@ -33,7 +35,7 @@ func New(svc *objects.Service) *Handler {
 	_ = clientgoscheme.AddToScheme(typed)
 	_ = apiextensionsv1.AddToScheme(typed)
 	_ = apiregistrationv1.AddToScheme(typed)
-	h := &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed)}
+	h := &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed), watches: noWatchObserver{}}
 	h.computed = newComputed(h)
 	return h
 }

@@ -181,15 +181,20 @@ func (h *Handler) watch(rq *request) error {
 	if err != nil {
 		return err
 	}
-	encode := jsonWatch(rq, target, rq.w)
+	gvr := rq.resource.GroupVersionResource()
+	defer h.watches.WatchStarted(gvr, rq.resource.GroupVersionKind())()
+	out := &countingWriter{Writer: rq.w}
+	encode := jsonWatch(rq, target, out)
 	if target.MediaType == routing.Protobuf {
-		encode = h.protobufWatch(rq, target, rq.w)
+		encode = h.protobufWatch(rq, target, out)
 	}
 	flusher := startWatchStream(rq.w, contentType)
 	for ev := range events {
+		out.n = 0
 		if err := encode(ev); err != nil {
 			return nil // the client went away: nothing left to tell it
 		}
+		h.watches.WatchEventSent(gvr, out.n)
 		if flusher != nil && len(events) == 0 {
 			flusher.Flush()
 		}

@@ -107,7 +107,7 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 		e.Close()
 		return nil, errors.New("embedded etcd did not become ready within 60s")
 	}
-	return &Backend{Client: v3client.New(e.Server), embedded: e, walBlocked: walBlocked}, nil
+	return &Backend{Client: observed(v3client.New(e.Server)), embedded: e, walBlocked: walBlocked}, nil
 }
 
 // OpenExternal connects to an etcd cluster.
@@ -135,7 +135,7 @@ func OpenExternalTLS(ctx context.Context, endpoints []string, tlsConfig *tls.Con
 		c.Close()
 		return nil, fmt.Errorf("etcd %v is not reachable: %w", endpoints, err)
 	}
-	return &Backend{Client: c}, nil
+	return &Backend{Client: observed(c)}, nil
 }
 
 // ClientTLSConfig is the TLS configuration for connecting to etcd as kube-apiserver's

@@ -239,7 +239,7 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (ListRes
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	ctx, cancel := bounded(ctx, callTimeout)
 	defer cancel()
-	resp, err := s.client.Get(ctx, "/lapis-revision-probe", clientv3.WithCountOnly())
+	resp, err := s.client.Get(ctx, revisionProbeKey, clientv3.WithCountOnly())
 	if err != nil {
 		return 0, s.failure(err)
 	}
