@@ -7,14 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/kubectl/pkg/cmd"
 
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
@@ -22,6 +18,15 @@ import (
 )
 
 func main() {
+	// Started under another name (lapis envtest-assets makes these), lapis is that program.
+	switch filepath.Base(os.Args[0]) {
+	case "kube-apiserver":
+		os.Exit(kubeAPIServer(os.Args[1:], os.Stdout, os.Stderr))
+	case "etcd":
+		os.Exit(etcd(os.Args[1:], os.Stdout, os.Stderr))
+	case "kubectl":
+		os.Exit(runKubectl(os.Args[1:]))
+	}
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
@@ -34,6 +39,15 @@ func main() {
 		}
 	case "kubectl":
 		os.Exit(kubectl(os.Args[2:]))
+	case "kube-apiserver":
+		os.Exit(kubeAPIServer(os.Args[2:], os.Stdout, os.Stderr))
+	case "etcd":
+		os.Exit(etcd(os.Args[2:], os.Stdout, os.Stderr))
+	case "envtest-assets":
+		if err := envtestAssets(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "lapis:", err)
+			os.Exit(1)
+		}
 	case "version", "--version":
 		fmt.Printf("lapis %s (Kubernetes API %s.%s)\n", server.Version.GitVersion, server.Version.Major, server.Version.Minor)
 	case "help", "-h", "--help":
@@ -50,7 +64,12 @@ func usage() {
   lapis serve [--data-dir DIR] [--listen HOST:PORT] [--etcd-servers URL,... [--etcd-cafile F] [--etcd-certfile F] [--etcd-keyfile F]]
               [--etcd-compaction-interval D] [--embedded-etcd-listen https://HOST:PORT] [--request-timeout D]
               [--service-cluster-ip-range CIDR[,CIDR]] [--service-node-port-range MIN-MAX]
+              [--secure-port N] [--bind-address IP] [--advertise-address IP] [--cert-dir DIR]
+              [--tls-cert-file F --tls-private-key-file F] [--max-requests-inflight N] [--max-mutating-requests-inflight N]
+              [--feature-gates K=V,...] [--allow-privileged]
   lapis kubectl ARGS...   run the bundled kubectl (uses DIR/kubeconfig unless KUBECONFIG or --kubeconfig is set)
+  lapis envtest-assets DIR   fill DIR with kube-apiserver, etcd and kubectl, all this binary, for KUBEBUILDER_ASSETS=DIR
+  lapis kube-apiserver FLAGS, lapis etcd FLAGS   run as those programs (also when started under those names)
   lapis version
 `)
 }
@@ -80,7 +99,15 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "port range (MIN-MAX, inclusive) from which NodePort and LoadBalancer Services get node ports")
 	audit.AddFlags(fs, &cfg.Audit)
 	logs := addLoggingFlags(fs)
+	var kube kubeFlags
+	addKubeFlags(fs, &cfg, &kube)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil // usage printed; --help succeeds, as kube-apiserver's
+		}
+		return err
+	}
+	if err := kube.apply(fs, &cfg); err != nil {
 		return err
 	}
 	cfg.NoAnonymousAuth = !anonymousAuth
@@ -88,20 +115,7 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer cancel()
-	srv, err := server.Start(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	log.Info("shutting down")
-	shutdownCtx, done := context.WithTimeout(context.Background(), 60*time.Second)
-	defer done()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return runServer(context.Background(), cfg, log)
 }
 
 // kubectl runs the bundled kubectl, pointed at lapis's admin kubeconfig unless the caller chose
@@ -115,12 +129,7 @@ func kubectl(args []string) int {
 		path, _ := filepath.Abs(server.KubeconfigPath(dir))
 		os.Setenv("KUBECONFIG", path)
 	}
-	c := cmd.NewDefaultKubectlCommand()
-	c.SetArgs(args)
-	if err := c.Execute(); err != nil {
-		return 1
-	}
-	return 0
+	return runKubectl(args)
 }
 
 func hasKubeconfigFlag(args []string) bool {

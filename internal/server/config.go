@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -55,6 +56,19 @@ type Config struct {
 	// Audit is kube-apiserver's --audit-log-* and --audit-policy-file: where audit events go
 	// and which are recorded at what level.
 	Audit audit.Options
+	// TLSCertFile and TLSPrivateKeyFile are the serving certificate (kube-apiserver's
+	// --tls-cert-file, --tls-private-key-file); without them CertDir's apiserver.crt and
+	// apiserver.key (written there from lapis's own when absent, as kube does); without
+	// CertDir lapis's own (DataDir/pki).
+	TLSCertFile, TLSPrivateKeyFile, CertDir string
+	// AdvertiseAddress is the kubernetes Service's endpoint address (kube's
+	// --advertise-address); empty: derived from the listen address as kube does.
+	AdvertiseAddress string
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the requests (other than
+	// watches and health checks) served at once, reads and writes apart: one more is answered
+	// 429 TooManyRequests, as kube-apiserver's --max-requests-inflight and
+	// --max-mutating-requests-inflight (without API Priority and Fairness). 0: no limit.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 }
 
 // Defaults as documented for `lapis serve`.
@@ -86,6 +100,12 @@ func (c Config) validate() error {
 	}
 	if _, err := allocate.ParseConfig(c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
 		return err
+	}
+	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {
+		return fmt.Errorf("--advertise-address %q is not an IP address", c.AdvertiseAddress)
+	}
+	if c.MaxRequestsInflight < 0 || c.MaxMutatingRequestsInflight < 0 {
+		return errors.New("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
 	}
 	if err := c.Audit.Validate(); err != nil {
 		return err

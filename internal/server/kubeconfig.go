@@ -1,7 +1,10 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,4 +35,23 @@ func writeKubeconfig(path string, addr net.Addr, creds *auth.Credentials) error 
 		return err
 	}
 	return auth.WriteFileAtomic(path, data, 0o600)
+}
+
+// removeKubeconfig removes the admin kubeconfig, if there is one.
+func removeKubeconfig(dataDir string) error {
+	if err := os.Remove(KubeconfigPath(dataDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing the kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// advertised is the address the kubernetes Service's endpoint is derived from: the listener's,
+// with --advertise-address's IP when one is given.
+func advertised(cfg Config, listening net.Addr) net.Addr {
+	ip := net.ParseIP(cfg.AdvertiseAddress)
+	tcp, ok := listening.(*net.TCPAddr)
+	if ip == nil || !ok {
+		return listening
+	}
+	return &net.TCPAddr{IP: ip, Port: tcp.Port}
 }

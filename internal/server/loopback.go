@@ -38,12 +38,13 @@ func (l *loopback) chainOrNil() admission.Interface {
 	return nil
 }
 
-// connect makes the loopback client and the informer factory of a server listening at addr.
-func (l *loopback) connect(addr net.Addr, creds *auth.Credentials) error {
+// connect makes the loopback client and the informer factory of a server listening at addr,
+// reached with tlsConfig (the loopback certificate's, servingTLS) as the admin.
+func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig rest.TLSClientConfig) error {
 	cfg := &rest.Config{
 		Host:            "https://" + addr.String(),
 		BearerToken:     creds.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAPEM, ServerName: "localhost"},
+		TLSClientConfig: tlsConfig,
 		ContentConfig:   rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		UserAgent:       "lapis/loopback",
 		WarningHandler:  rest.NoWarnings{}, // deprecation warnings are for users, not for lapis's own reads

@@ -84,6 +84,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			unlock()
 		}
 	}()
+	// A kubeconfig left by a lapis that did not stop (SIGKILL) names a server that is gone:
+	// none is there until this one is ready.
+	if err := removeKubeconfig(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	var host string
 	host, _, err = net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -112,6 +117,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			_ = s.audit.Shutdown()
 		}
 	}()
+	// SIGTERM while starting (ctx ends) stops what was started: each step below then fails.
+	stopOnCancel := context.AfterFunc(ctx, stop)
 
 	store := backend.Store(log) // refuses writes while the disk is nearly full
 	cat := catalog.New()
@@ -144,7 +151,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
 	}
-	if err := lb.connect(s.listener.Addr(), creds); err != nil {
+	tlsConfig, loopbackTLS, err := servingTLS(cfg, creds)
+	if err != nil {
+		_ = s.listener.Close()
+		return fail(err)
+	}
+	if err := lb.connect(s.listener.Addr(), creds, loopbackTLS); err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}
@@ -173,21 +185,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		_ = s.listener.Close()
 		return fail(err)
 	}
-	kubernetesService, err := allocate.NewKubernetesService(s.objects, services, s.listener.Addr(), log)
+	kubernetesService, err := allocate.NewKubernetesService(s.objects, services, advertised(cfg, s.listener.Addr()), log)
 	if err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}
 	s.http = &http.Server{
-		Handler: withRequestTimeout(s.chain(id, cat), cfg.RequestTimeout),
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{creds.Serving},
-			// As kube-apiserver: the x509 authenticator verifies certificates, so that one of an
-			// unknown CA is a 401, not a failed handshake.
-			ClientAuth: tls.RequestClientCert,
-			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"h2", "http/1.1"},
-		},
+		Handler:   withRequestTimeout(s.chain(id, cat), cfg.RequestTimeout),
+		TLSConfig: tlsConfig,
 		// As kube-apiserver: no WriteTimeout, which would end watches; withRequestTimeout
 		// bounds the other requests.
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -245,6 +250,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			log.Error("resource quota controller not running", "err", err)
 		}
 	}()
+	if !stopOnCancel() {
+		s.Shutdown(context.Background())
+		return nil, fmt.Errorf("stopped while starting: %w", context.Cause(ctx))
+	}
 	if err := writeKubeconfig(KubeconfigPath(cfg.DataDir), s.listener.Addr(), creds); err != nil {
 		s.Shutdown(context.Background())
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
@@ -302,6 +311,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.ready.Store(false)
+	// No client should find a kubeconfig of a server that is going away.
+	kubeconfigErr := removeKubeconfig(s.cfg.DataDir)
 	shutdownErr := make(chan error, 1)
 	go func() { shutdownErr <- s.http.Shutdown(ctx) }()
 	// Watches never become idle: end them so Shutdown can finish. Other in-flight requests
@@ -316,6 +327,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.unlock()
 	if aerr := s.audit.Shutdown(); err == nil {
 		err = aerr
+	}
+	if err == nil {
+		err = kubeconfigErr
 	}
 	return err
 }

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/spf13/pflag"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/capabilities"
+
+	"github.com/lapis-dev/lapis/internal/allocate"
+	"github.com/lapis-dev/lapis/internal/server"
+)
+
+// kubeFlags are kube-apiserver's flags that `lapis serve` shares with lapis started as
+// kube-apiserver: where it serves and with which certificate, request limits, feature gates.
+type kubeFlags struct {
+	securePort      int
+	bindAddress     string
+	allowPrivileged bool
+}
+
+// addKubeFlags registers kubeFlags' flags, with kube-apiserver's names and meanings. The
+// defaults of secure-port and bind-address are for lapis started as kube-apiserver; `lapis
+// serve` takes them from --listen unless they are given.
+func addKubeFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags) {
+	fs.IntVar(&k.securePort, "secure-port", 6443, "The port on which to serve HTTPS with authentication and authorization. It cannot be switched off with 0.")
+	fs.StringVar(&k.bindAddress, "bind-address", "0.0.0.0", "The IP address on which to listen for the --secure-port port.")
+	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes Service's endpoint). If blank, the --bind-address will be used.")
+	fs.StringVar(&cfg.CertDir, "cert-dir", "", "The directory where the TLS certs are located (apiserver.crt and apiserver.key; written there when absent). If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server cert).")
+	fs.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "File containing the default x509 private key matching --tls-cert-file.")
+	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 0, "The maximum number of non-mutating requests in flight at a given time. When the server exceeds this, it rejects requests (429). Zero for no limit.")
+	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 0, "The maximum number of mutating requests in flight at a given time. When the server exceeds this, it rejects requests (429). Zero for no limit.")
+	fs.BoolVar(&k.allowPrivileged, "allow-privileged", false, "If true, allow privileged containers.")
+	// kube's own flag: the gates kube's code (which lapis runs) reads.
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+}
+
+// apply sets what the flags say: the listen address (from --listen's unless secure-port or
+// bind-address was given) and kube's process-wide capabilities.
+func (k *kubeFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
+	if fs.Changed("secure-port") || fs.Changed("bind-address") || cfg.Listen == "" {
+		host, port, err := net.SplitHostPort(cfg.Listen)
+		if cfg.Listen == "" || err != nil {
+			host, port = k.bindAddress, strconv.Itoa(k.securePort)
+		}
+		if fs.Changed("secure-port") || cfg.Listen == "" {
+			port = strconv.Itoa(k.securePort)
+		}
+		if fs.Changed("bind-address") || cfg.Listen == "" {
+			host = k.bindAddress
+		}
+		if net.ParseIP(host) == nil {
+			return fmt.Errorf("--bind-address %q is not an IP address", host)
+		}
+		cfg.Listen = net.JoinHostPort(host, port)
+	}
+	// As kube-apiserver's main: pod validation reads it.
+	capabilities.Setup(k.allowPrivileged, 0)
+	return nil
+}
+
+// ignoredKubeFlags are kube-apiserver flags lapis accepts so that command lines made for
+// kube-apiserver (envtest's, a user's Configure()) start it, but that change nothing in lapis:
+// the name, its value type, and why.
+var ignoredKubeFlags = []struct{ name, kind, why string }{
+	{"enable-admission-plugins", "strings", "lapis runs kube-apiserver's default admission plugins"},
+	{"disable-admission-plugins", "strings", "lapis runs kube-apiserver's default admission plugins"},
+	{"admission-control-config-file", "string", "lapis runs the admission plugins without configuration"},
+	{"runtime-config", "string", "lapis serves every built-in API version kube-apiserver serves by default"},
+	{"storage-media-type", "string", "lapis stores JSON"},
+	{"etcd-prefix", "string", "lapis keeps its own key layout"},
+	{"endpoint-reconciler-type", "string", "lapis keeps the kubernetes Service's endpoints itself"},
+	{"api-audiences", "strings", "ServiceAccount tokens' audience is the issuer"},
+	{"profiling", "bool", "no profiling endpoints"},
+	{"enable-priority-and-fairness", "bool", "lapis has no API Priority and Fairness queues"},
+	{"event-ttl", "duration", "events are kept until deleted"},
+	{"kubelet-client-certificate", "string", "lapis runs no kubelets"},
+	{"kubelet-client-key", "string", "lapis runs no kubelets"},
+	{"proxy-client-cert-file", "string", "lapis has no aggregated API servers"},
+	{"proxy-client-key-file", "string", "lapis has no aggregated API servers"},
+	{"requestheader-client-ca-file", "string", "lapis has no aggregated API servers"},
+	{"requestheader-allowed-names", "strings", "lapis has no aggregated API servers"},
+	{"requestheader-extra-headers-prefix", "strings", "lapis has no aggregated API servers"},
+	{"requestheader-group-headers", "strings", "lapis has no aggregated API servers"},
+	{"requestheader-username-headers", "strings", "lapis has no aggregated API servers"},
+	{"enable-aggregator-routing", "bool", "lapis always calls webhooks at their Services' endpoints"},
+	{"watch-cache", "bool", "lapis always serves from its watch cache"},
+	{"delete-collection-workers", "int", "DELETE of a collection runs in one worker"},
+	{"min-request-timeout", "int", "watches last until their client or lapis ends them"},
+	{"v", "int", "log verbosity"},
+}
+
+// addIgnoredKubeFlags registers ignoredKubeFlags, each saying it is ignored.
+func addIgnoredKubeFlags(fs *pflag.FlagSet) {
+	for _, f := range ignoredKubeFlags {
+		usage := "Accepted for kube-apiserver compatibility and ignored: " + f.why + "."
+		switch f.kind {
+		case "strings":
+			fs.StringSlice(f.name, nil, usage)
+		case "bool":
+			fs.Bool(f.name, false, usage)
+		case "int":
+			fs.Int(f.name, 0, usage)
+		case "duration":
+			fs.Duration(f.name, 0, usage)
+		default:
+			fs.String(f.name, "", usage)
+		}
+	}
+	fs.Lookup("v").Shorthand = "v"
+}
+
+// kubeAPIServer runs lapis as `kube-apiserver` with kube-apiserver's command line (the one
+// envtest passes, among others). Its data is kept in a temporary directory removed on exit:
+// kube-apiserver has no data directory of its own, only etcd.
+func kubeAPIServer(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg, k, err := parseKubeAPIServer(fs, args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		// envtest reads this list (process.CheckFlag): kube's format, exit 0.
+		fmt.Fprintf(stdout, "The Kubernetes API server, served by lapis (Kubernetes API %s.%s).\n\nUsage:\n  kube-apiserver [flags]\n\nFlags:\n%s",
+			server.Version.Major, server.Version.Minor, fs.FlagUsages())
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+	if k.version {
+		fmt.Fprintf(stdout, "Kubernetes %s\n", server.Version.GitVersion)
+		return 0
+	}
+	// Under the cert dir when there is one: envtest removes it, even after a SIGKILL.
+	if cfg.CertDir != "" {
+		if err := os.MkdirAll(cfg.CertDir, 0o700); err != nil {
+			fmt.Fprintln(stderr, "Error:", err)
+			return 1
+		}
+	}
+	dir, err := os.MkdirTemp(cfg.CertDir, "lapis-kube-apiserver-")
+	if err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cfg.DataDir = dir
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := runServer(context.Background(), cfg, log); err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
+	return 0
+}
+
+// kubeAPIServerFlags is what kube-apiserver's command line says beyond server.Config.
+type kubeAPIServerFlags struct {
+	kubeFlags
+	version bool
+}
+
+// parseKubeAPIServer reads kube-apiserver's command line into a Config, with kube-apiserver's
+// defaults.
+func parseKubeAPIServer(fs *pflag.FlagSet, args []string) (server.Config, *kubeAPIServerFlags, error) {
+	cfg := server.Config{}
+	k := &kubeAPIServerFlags{}
+	anonymousAuth := true
+	addKubeFlags(fs, &cfg, &k.kubeFlags)
+	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "List of etcd servers to connect with (scheme://ip:port), comma separated.")
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "The interval of compaction requests.")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "An optional field indicating the duration a handler must keep a request open before timing it out.")
+	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "A CIDR notation IP range from which to assign service cluster IPs (one IPv4 and one IPv6 CIDR, comma-separated, for dual-stack).")
+	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "A port range to reserve for services with NodePort visibility.")
+	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"AlwaysAllow"}, "Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, RBAC.")
+	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "Enables anonymous requests to the secure port of the API server (user system:anonymous, group system:unauthenticated).")
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.")
+	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "If set, the file that will be used to secure the secure port of the API server via token authentication.")
+	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "Path to the file that contains the current private key of the service account token issuer.")
+	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify ServiceAccount tokens.")
+	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, "Identifier of the service account token issuer. The first signs; all are accepted.")
+	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "The maximum validity duration of a token created by the service account token issuer.")
+	fs.BoolVar(&k.version, "version", false, "Print version information and quit.")
+	addIgnoredKubeFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, k, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, k, fmt.Errorf("no arguments are accepted, got %q", fs.Args())
+	}
+	cfg.NoAnonymousAuth = !anonymousAuth
+	if err := k.apply(fs, &cfg); err != nil {
+		return cfg, k, err
+	}
+	return cfg, k, nil
+}
