@@ -1,0 +1,136 @@
+package metrics
+
+import (
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+var testVersion = version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.2-lapis"}
+
+func TestGroupResourceOfKey(t *testing.T) {
+	for key, want := range map[string]schema.GroupResource{
+		"/registry/configmaps/ns/name":                           {Resource: "configmaps"},
+		"/registry/namespaces/name":                              {Resource: "namespaces"},
+		"/registry/configmaps/":                                  {Resource: "configmaps"},
+		"/registry/apps/deployments/ns/name":                     {Group: "apps", Resource: "deployments"},
+		"/registry/batch/jobs/":                                  {Group: "batch", Resource: "jobs"},
+		"/registry/rbac.authorization.k8s.io/clusterroles/admin": {Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		"/registry/example.com/widgets/ns/w":                     {Group: "example.com", Resource: "widgets"},
+		"/lapis-revision-probe":                                  {},
+		"":                                                       {},
+	} {
+		if got := GroupResourceOfKey(key); got != want {
+			t.Errorf("%q: %v, want %v", key, got, want)
+		}
+	}
+}
+
+func TestEtcdAndObjectMetrics(t *testing.T) {
+	m := New(testVersion)
+	start := time.Now()
+	m.ObserveEtcd("create", "/registry/configmaps/ns/a", start, nil)
+	m.ObserveEtcd("get", "/registry/apps/deployments/ns/d", start, errors.New("etcd is unavailable"))
+	m.CountObjects(func() map[string]int {
+		return map[string]int{"/registry/configmaps/": 3, "/registry/apps/deployments/": 1}
+	})
+	want := `
+# HELP apiserver_resource_objects [ALPHA] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.
+# TYPE apiserver_resource_objects gauge
+apiserver_resource_objects{group="",resource="configmaps"} 3
+apiserver_resource_objects{group="apps",resource="deployments"} 1
+# HELP apiserver_storage_objects [STABLE] (Deprecated since 1.34.0) [DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.
+# TYPE apiserver_storage_objects gauge
+apiserver_storage_objects{resource="configmaps"} 3
+apiserver_storage_objects{resource="deployments.apps"} 1
+# HELP etcd_requests_total [ALPHA] Etcd request counts for each operation and object type.
+# TYPE etcd_requests_total counter
+etcd_requests_total{group="",operation="create",resource="configmaps"} 1
+etcd_requests_total{group="apps",operation="get",resource="deployments"} 1
+# HELP etcd_request_errors_total [ALPHA] Etcd failed request counts for each operation and object type.
+# TYPE etcd_request_errors_total counter
+etcd_request_errors_total{group="apps",operation="get",resource="deployments"} 1
+`
+	if err := testutil.GatherAndCompare(m.registry, strings.NewReader(want),
+		"apiserver_resource_objects", "apiserver_storage_objects", "etcd_requests_total", "etcd_request_errors_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GetHistogramMetricCount(m.etcdLatency.WithLabelValues("create", "", "configmaps")); err != nil || n != 1 {
+		t.Errorf("etcd latency observed %d times (%v), want 1", n, err)
+	}
+}
+
+func TestWatchMetrics(t *testing.T) {
+	m := New(testVersion)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	done1 := m.WatchStarted(gvr, gvk)
+	done2 := m.WatchStarted(gvr, gvk)
+	m.WatchEventSent(gvr, 100)
+	m.WatchEventSent(gvr, 3000)
+	done1()
+	want := `
+# HELP apiserver_registered_watchers [ALPHA] Number of currently registered watchers for a given resources
+# TYPE apiserver_registered_watchers gauge
+apiserver_registered_watchers{group="",kind="ConfigMap",version="v1"} 1
+# HELP apiserver_watch_events_total [BETA] Number of events sent in watch clients
+# TYPE apiserver_watch_events_total counter
+apiserver_watch_events_total{group="",resource="configmaps",version="v1"} 2
+`
+	if err := testutil.GatherAndCompare(m.registry, strings.NewReader(want), "apiserver_registered_watchers", "apiserver_watch_events_total"); err != nil {
+		t.Error(err)
+	}
+	done2()
+}
+
+// /metrics serves the server's families, kube's process-wide ones (Go, process), and DELETE
+// resets the server's.
+func TestHandler(t *testing.T) {
+	m := New(testVersion)
+	m.ObserveEtcd("list", "/registry/configmaps/", time.Now(), nil)
+	get := func() string {
+		w := httptest.NewRecorder()
+		m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+		if w.Code != 200 {
+			t.Fatalf("GET /metrics: %d", w.Code)
+		}
+		b, _ := io.ReadAll(w.Body)
+		return string(b)
+	}
+	body := get()
+	for _, want := range []string{
+		"\nprocess_start_time_seconds ", "\ngo_goroutines ", "\nprocess_resident_memory_bytes ",
+		`etcd_requests_total{group="",operation="list",resource="configmaps"} 1`,
+		`apiserver_current_inflight_requests{request_kind="mutating"} 0`,
+		`apiserver_current_inflight_requests{request_kind="readOnly"} 0`,
+		`kubernetes_build_info{build_date="",compiler="",git_commit="",git_tree_state="",git_version="v1.37.2-lapis",go_version="",major="1",minor="37",platform=""} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET /metrics lacks %q", want)
+		}
+	}
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("DELETE", "/metrics", nil))
+	if w.Body.String() != "metrics reset\n" {
+		t.Errorf("DELETE /metrics: %q", w.Body.String())
+	}
+	if body := get(); strings.Contains(body, "etcd_requests_total{") {
+		t.Errorf("etcd_requests_total kept after the reset")
+	}
+}
+
+// Two servers in one process keep their own counts.
+func TestServersDoNotShare(t *testing.T) {
+	a, b := New(testVersion), New(testVersion)
+	a.ObserveEtcd("get", "/registry/configmaps/ns/x", time.Now(), nil)
+	if v, _ := testutil.GetCounterMetricValue(b.etcdRequests.WithLabelValues("get", "", "configmaps")); v != 0 {
+		t.Errorf("the second server counted %v etcd requests", v)
+	}
+}
