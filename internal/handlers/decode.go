@@ -122,14 +122,22 @@ func (h *Handler) readObject(req *http.Request, gvk schema.GroupVersionKind) (*u
 		return nil, nil, err
 	}
 	if contentType(req) == protobufMediaType {
-		return h.decodeProtobuf(data)
+		obj, issues, err := h.decodeProtobuf(data)
+		if err == nil {
+			h.auditRequestBody(req, obj)
+		}
+		return obj, issues, err
 	}
 	_, builtin := h.typed.New(gvk)
 	data, err = toJSONFor(contentType(req), data, builtin == nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return decodeObject(data, gvk.Kind)
+	obj, issues, err := decodeObject(data, gvk.Kind)
+	if err == nil {
+		h.auditRequestBody(req, obj)
+	}
+	return obj, issues, err
 }
 
 var optionsGroupKind = func(kind string) schema.GroupKind { return schema.GroupKind{Group: metav1.GroupName, Kind: kind} }
@@ -193,6 +201,9 @@ func deleteOptions(req *http.Request) (metav1.DeleteOptions, error) {
 	}
 	if errs := metav1validation.ValidateDeleteOptions(&o); len(errs) > 0 {
 		return o, apierrors.NewInvalid(optionsGroupKind("DeleteOptions"), "", errs)
+	}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		auditDeleteOptions(req, o)
 	}
 	return o, nil
 }

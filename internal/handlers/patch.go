@@ -48,6 +48,7 @@ func (h *Handler) patch(rq *request) error {
 	if err != nil {
 		return err
 	}
+	auditRequestPatch(rq.req, pt, patch)
 	if pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType {
 		return h.apply(rq, pt, patch, opts)
 	}

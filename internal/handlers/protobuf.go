@@ -79,6 +79,7 @@ var (
 
 // writeProtobuf answers with obj in Protobuf.
 func writeProtobuf(w http.ResponseWriter, req *http.Request, code int, obj runtime.Object) {
+	auditResponse(req, obj)
 	var b bytes.Buffer
 	if err := protobufCodec.Encode(obj, &b); err != nil {
 		status := apierrors.NewInternalError(err).Status()

@@ -49,6 +49,7 @@ func writeError(w http.ResponseWriter, req *http.Request, err error) {
 // writeStatus writes a Status in the negotiated media type (JSON when the client accepts none:
 // statuses never fail negotiation); protobuf says whether Protobuf may be negotiated.
 func writeStatus(w http.ResponseWriter, req *http.Request, code int, status *metav1.Status, protobuf bool) {
+	auditResponse(req, status)
 	mediaType, ok := routing.NegotiateObject(req.Header.Get("Accept"), protobuf)
 	if !ok {
 		mediaType = routing.JSON
@@ -63,6 +64,7 @@ func writeStatus(w http.ResponseWriter, req *http.Request, code int, status *met
 
 // writeBodyAs writes a JSON body in mediaType (JSON or YAML).
 func writeBodyAs(w http.ResponseWriter, req *http.Request, code int, body []byte, mediaType string) {
+	auditResponseJSON(req, body)
 	// Block-style YAML indents every line by its depth, so deep nesting makes it grow with the
 	// square of the depth. Past a bound the body goes as it is: JSON is YAML too.
 	if mediaType == routing.YAML && jsoncost.Measure(body).BlockYAMLSize <= maxYAMLBytes(len(body)) {
@@ -149,6 +151,9 @@ func (h *Handler) writeStored(rq *request, code int, mediaType string, raw []byt
 
 // writeList answers with a list of the resource's objects, items in JSON, in mediaType.
 func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1.ListMeta, items [][]byte, memos []objects.Memo) {
+	auditResponseList(rq.req, func() []byte {
+		return jsonList(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items, rq.resource.CRD == nil).bytes()
+	})
 	if mediaType == routing.Protobuf {
 		list, err := h.protobufList(rq.resource, meta, items, memos)
 		if err != nil {

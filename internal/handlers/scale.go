@@ -63,6 +63,7 @@ func (h *Handler) scale(rq *request) error {
 		if err != nil {
 			return err
 		}
+		auditRequestPatch(rq.req, pt, patch)
 		wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
 			Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())}
 		if pt == types.ApplyYAMLPatchType {
