@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,7 +35,9 @@ const createConcurrency = 16
 
 // BenchmarkList times full lists (no limit; served from the watch cache) and lists paged by 500
 // (the first page from the cache, the rest from etcd) of N small custom resources in one
-// namespace, through the dynamic client: the time includes the client decoding the JSON.
+// namespace, through the dynamic client: the time includes the client decoding the JSON. The
+// -raw variants read the bytes without decoding them (the server's share): all-raw as JSON,
+// table-raw as kubectl's Table, limit500-raw page by page.
 func BenchmarkList(b *testing.B) {
 	sizes := []int{2000, 20000}
 	if small() {
@@ -48,12 +49,14 @@ func BenchmarkList(b *testing.B) {
 			ns := seedList(b, dyn, n)
 			ri := dyn.Resource(widgetGVR).Namespace(ns)
 			b.Run("all", func(b *testing.B) { benchListing(b, ri, n, 0) })
-			b.Run("all-raw", func(b *testing.B) { benchRawListing(b, ns, n) })
+			b.Run("all-raw", func(b *testing.B) { benchRawListing(b, ns, n, "application/json", 0) })
+			b.Run("table-raw", func(b *testing.B) { benchRawListing(b, ns, n, tableAccept, 0) })
 			limit := int64(500)
 			if small() {
 				limit = 7
 			}
 			b.Run(fmt.Sprintf("limit%d", limit), func(b *testing.B) { benchListing(b, ri, n, limit) })
+			b.Run(fmt.Sprintf("limit%d-raw", limit), func(b *testing.B) { benchRawListing(b, ns, n, "application/json", int(limit)) })
 		})
 	}
 }
@@ -125,53 +128,87 @@ func benchListing(b *testing.B, ri dynamic.ResourceInterface, want int, limit in
 	}
 }
 
-// benchRawListing lists every object of namespace ns as JSON bytes, not decoded: the server's
-// share of a full list.
-func benchRawListing(b *testing.B, ns string, want int) {
+// benchRawListing lists every object of namespace ns as bytes of the accept representation
+// (JSON, or a Table), not decoded: the server's share of a full list. With limit > 0 it follows
+// continue tokens through pages of that size.
+func benchRawListing(b *testing.B, ns string, want int, accept string, limit int) {
 	hc, err := rest.HTTPClientFor(lapis.cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	url := lapis.cfg.Host + "/apis/" + widgetGVR.Group + "/" + widgetGVR.Version + "/namespaces/" + ns + "/" + widgetGVR.Resource
-	get := func() ([]byte, error) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
+	base := lapis.cfg.Host + "/apis/" + widgetGVR.Group + "/" + widgetGVR.Version + "/namespaces/" + ns + "/" + widgetGVR.Resource
+	listAll := func() (items, size, pages int, err error) {
+		cont := ""
+		for {
+			u := base
+			if limit > 0 {
+				u += "?limit=" + strconv.Itoa(limit) + "&continue=" + url.QueryEscape(cont)
+			}
+			body, err := getRaw(hc, u, accept)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			pages++
+			size += len(body)
+			if limit == 0 {
+				return 0, size, pages, nil
+			}
+			var page struct {
+				Items    []json.RawMessage
+				Rows     []json.RawMessage
+				Metadata struct{ Continue string }
+			}
+			if err := json.Unmarshal(body, &page); err != nil {
+				return 0, 0, 0, err
+			}
+			items += len(page.Items) + len(page.Rows)
+			if cont = page.Metadata.Continue; cont == "" {
+				return items, size, pages, nil
+			}
 		}
-		req.Header.Set("Accept", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("%s: %s", resp.Status, body)
-		}
-		return body, err
 	}
-	body, err := get() // check once, untimed, that the list is complete
-	if err != nil {
-		b.Fatal(err)
-	}
-	var list struct{ Items []json.RawMessage }
-	if err := json.Unmarshal(body, &list); err != nil || len(list.Items) != want {
-		b.Fatalf("listed %d objects (%v), want %d", len(list.Items), err, want)
-	}
-	size := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		body, err := get()
+	// Check once, untimed, that the list is complete.
+	if limit == 0 {
+		body, err := getRaw(hc, base, accept)
 		if err != nil {
 			b.Fatal(err)
 		}
-		size = len(body)
+		if got := countItems(b, body); got != want {
+			b.Fatalf("listed %d objects, want %d", got, want)
+		}
+	} else if got, _, _, err := listAll(); err != nil || got != want {
+		b.Fatalf("listed %d objects (%v), want %d", got, err, want)
+	}
+	size, pages := 0, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, s, p, err := listAll()
+		if err != nil {
+			b.Fatal(err)
+		}
+		size, pages = s, p
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(want), "objects/op")
 	b.ReportMetric(float64(want)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
 	b.ReportMetric(float64(size)/1e6, "MB/op")
+	if limit > 0 {
+		b.ReportMetric(float64(pages), "pages/op")
+	}
 }
+
+// countItems counts a list's items or a Table's rows.
+func countItems(b *testing.B, body []byte) int {
+	b.Helper()
+	var list struct{ Items, Rows []json.RawMessage }
+	if err := json.Unmarshal(body, &list); err != nil {
+		b.Fatalf("decoding a list: %v", err)
+	}
+	return len(list.Items) + len(list.Rows)
+}
+
+// tableAccept asks for kube's Table representation, as kubectl get does.
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 // BenchmarkWatchFanout: W watchers (each on its own connection, as separate controllers are)
 // watch one object; an iteration makes M sequential updates to it and waits until every watcher
@@ -453,7 +490,9 @@ func TestBenchmarksRun(t *testing.T) {
 	}
 	t.Logf("%s", out)
 	for _, want := range []string{
-		"BenchmarkList/20/all", "BenchmarkList/20/all-raw", "BenchmarkList/20/limit7", "MB/op", "objects/op", "pages/op",
+		"BenchmarkList/20/all", "BenchmarkList/20/all-raw", "BenchmarkList/20/table-raw", "BenchmarkList/20/limit7",
+		"BenchmarkList/20/limit7-raw", "MB/op", "objects/op", "pages/op",
+		"BenchmarkGet/clients-2", "gets/s", "BenchmarkStartup/objects-100", "ready-ms", "first-list-ms",
 		"BenchmarkWatchFanout/watchers-3", "p50-ms", "p99-ms", "events/s",
 		"BenchmarkServerSideApply/clients-2", "applies/s",
 		"BenchmarkDeploymentApply/clients-2", "BenchmarkDeploymentList/20/json-raw", "BenchmarkDeploymentList/20/protobuf-raw",

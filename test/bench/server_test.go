@@ -40,7 +40,23 @@ func TestMain(m *testing.M) {
 	if lapis.shutdown != nil {
 		lapis.shutdown()
 	}
+	for _, dir := range atExit.dirs {
+		os.RemoveAll(dir)
+	}
 	os.Exit(code)
+}
+
+// atExit holds the directories seeded once for benchmarks that run several times; TestMain
+// removes them.
+var atExit struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+func removeAtExit(dir string) {
+	atExit.mu.Lock()
+	defer atExit.mu.Unlock()
+	atExit.dirs = append(atExit.dirs, dir)
 }
 
 var (
