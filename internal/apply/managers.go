@@ -16,6 +16,7 @@ import (
 	aggregatorapply "k8s.io/kube-aggregator/pkg/client/applyconfiguration"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/lapis-dev/lapis/internal/apply/conventions"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/openapi"
 )
@@ -29,6 +30,9 @@ type Managers struct {
 
 	mu    sync.Mutex
 	cache map[key]*managedfields.FieldManager
+	// lists holds the schemas of resources whose CRD opts into list conventions; their field
+	// managers are made per request (For).
+	lists map[*catalog.Resource]*listConventions
 }
 
 type key struct {
@@ -52,6 +56,7 @@ func NewManagers() *Managers {
 		aggregatorTypes: aggregatorapply.NewTypeConverter(aggregator),
 		typed:           typed,
 		cache:           map[key]*managedfields.FieldManager{},
+		lists:           map[*catalog.Resource]*listConventions{},
 	}
 }
 
@@ -97,7 +102,15 @@ func (m *Managers) ForScale(r *catalog.Resource) (*managedfields.FieldManager, e
 }
 
 // For returns the FieldManager of r (subresource "" for the main resource, or "status").
+//
+// For a custom resource whose CRD opts into list conventions (conventions.Annotation), every
+// call returns a new FieldManager, to be used for one request only: it decides which lists
+// are list maps from the objects of that request's merges (see listConventions). Callers must
+// not keep it for other requests.
 func (m *Managers) For(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
+	if r.CRD != nil && conventions.Enabled(r.CRD.Annotations) {
+		return m.forConventions(r, subresource)
+	}
 	k := key{r, subresource}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -127,6 +140,25 @@ func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfield
 		return nil, fmt.Errorf("schema of %s: %w", r.GroupVersionResource(), err)
 	}
 	return managedfields.NewDefaultCRDFieldManager(types, objects, objects, objects, gvk, hub, subresource, reset)
+}
+
+// forConventions builds a FieldManager with its own listSession over r's shared schemas.
+func (m *Managers) forConventions(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
+	m.mu.Lock()
+	c, ok := m.lists[r]
+	if !ok {
+		var err error
+		if c, err = newListConventions(r); err != nil {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("schema of %s: %w", r.GroupVersionResource(), err)
+		}
+		m.lists[r] = c
+	}
+	m.mu.Unlock()
+	s := newListSession(c)
+	objects := sessionObjects{unstructuredObjects: unstructuredObjects{r: r, m: m}, s: s}
+	gvk := r.GroupVersionKind()
+	return managedfields.NewDefaultCRDFieldManager(sessionTypes{s}, objects, objects, objects, gvk, r.GroupVersion, subresource, resetFields(r, subresource))
 }
 
 // builtinTypesOf is the type converter of a built-in resource: client-go's schemas, or those of
