@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/klog/v2"
 
 	"github.com/lapis-dev/lapis/internal/storage"
 )
@@ -31,12 +33,23 @@ type healthCheck struct {
 // one path per check (/livez/etcd), as kube-apiserver's healthz package does.
 type healthEndpoints map[string][]healthCheck
 
-// newHealth returns kube-apiserver's checks as far as lapis has them: the etcd check in all
-// three, a separate etcd-readiness check and the shutdown check in /readyz.
-func newHealth(store *storage.Store, ready func() bool) healthEndpoints {
+// newHealth returns kube-apiserver's checks that mean something for lapis, named and ordered
+// as kube's: ping; log (logging is not blocked); etcd in all three; and in /readyz only,
+// etcd-readiness, informer-sync (the informers lapis authorizes with hold their first list:
+// until then RBAC denies what it would allow) and shutdown. kube's post-start hooks and
+// loopback-serving-certificate have no counterpart that could fail once lapis serves: lapis
+// runs its start-up steps before it answers ready.
+func newHealth(store *storage.Store, ready, informersSynced func() bool) healthEndpoints {
 	ping := healthCheck{"ping", func(*http.Request) error { return nil }}
+	log := healthCheck{"log", (&logProbe{flush: klog.Flush, now: time.Now}).check}
 	etcd := healthCheck{"etcd", (&etcdProbe{store: store, timeout: etcdHealthcheckTimeout}).check}
 	etcdReady := healthCheck{"etcd-readiness", (&etcdProbe{store: store, timeout: etcdReadycheckTimeout}).check}
+	informers := healthCheck{"informer-sync", func(*http.Request) error {
+		if !informersSynced() {
+			return errors.New("informers not started yet")
+		}
+		return nil
+	}}
 	shutdown := healthCheck{"shutdown", func(*http.Request) error {
 		if !ready() {
 			return errors.New("process is shutting down")
@@ -44,10 +57,19 @@ func newHealth(store *storage.Store, ready func() bool) healthEndpoints {
 		return nil
 	}}
 	return healthEndpoints{
-		"/healthz": {ping, etcd},
-		"/livez":   {ping, etcd},
-		"/readyz":  {ping, etcd, etcdReady, shutdown},
+		"/healthz": {ping, log, etcd},
+		"/livez":   {ping, log, etcd},
+		"/readyz":  {ping, log, etcd, etcdReady, informers, shutdown},
 	}
+}
+
+// informersSynced is what /readyz's informer-sync check asks: whether the informers z
+// authorizes with (RBAC's) hold their first list; an authorizer without any has none to wait for.
+func informersSynced(z authorizer.Authorizer) func() bool {
+	if s, ok := z.(interface{ HasSynced() bool }); ok {
+		return s.HasSynced
+	}
+	return func() bool { return true }
 }
 
 // handler returns the handler for path, if it is a health path.
@@ -164,4 +186,41 @@ func (p *etcdProbe) check(*http.Request) error {
 	p.mu.Unlock()
 	close(done)
 	return err
+}
+
+// logProbe is kube's "log" check: logging is blocked when a flush of klog has not come back
+// for two minutes (a writer stuck on a full pipe holds klog's lock). It flushes at most once a
+// minute, when asked, rather than in a goroutine of its own.
+type logProbe struct {
+	flush func()
+	now   func() time.Time
+
+	mu       sync.Mutex
+	flushing bool
+	started  time.Time // when the flush under way started
+	flushed  time.Time // when the last flush came back
+}
+
+const (
+	logFlushInterval = time.Minute
+	logBlockedAfter  = 2 * time.Minute
+)
+
+func (p *logProbe) check(*http.Request) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if !p.flushing && now.Sub(p.flushed) >= logFlushInterval {
+		p.flushing, p.started = true, now
+		go func() {
+			p.flush()
+			p.mu.Lock()
+			p.flushing, p.flushed = false, p.now()
+			p.mu.Unlock()
+		}()
+	}
+	if p.flushing && now.Sub(p.started) >= logBlockedAfter {
+		return errors.New("logging blocked")
+	}
+	return nil
 }

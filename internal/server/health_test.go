@@ -6,21 +6,24 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestHealthChecksAsKube(t *testing.T) {
 	names := map[string][]string{}
-	for path, checks := range newHealth(nil, func() bool { return true }) {
+	for path, checks := range newHealth(nil, func() bool { return true }, func() bool { return true }) {
 		for _, c := range checks {
 			names[path] = append(names[path], c.name)
 		}
 	}
-	// kube-apiserver's etcd checks (k8s.io/apiserver/pkg/server/options/etcd.go): "etcd" in all
-	// three, "etcd-readiness" in /readyz only, and /readyz's "shutdown".
+	// kube-apiserver's checks, in its order (its /readyz?verbose), less the post-start hooks
+	// and loopback-serving-certificate: "etcd" in all three (k8s.io/apiserver's
+	// options/etcd.go), "etcd-readiness" and "informer-sync" in /readyz only, and /readyz's
+	// "shutdown" last.
 	want := map[string][]string{
-		"/healthz": {"ping", "etcd"},
-		"/livez":   {"ping", "etcd"},
-		"/readyz":  {"ping", "etcd", "etcd-readiness", "shutdown"},
+		"/healthz": {"ping", "log", "etcd"},
+		"/livez":   {"ping", "log", "etcd"},
+		"/readyz":  {"ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"},
 	}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("checks %v, want %v", names, want)
@@ -77,5 +80,58 @@ func TestHealthEndpoints(t *testing.T) {
 		if ct := w.Header().Get("Content-Type"); c.path != "/healthz/etcd" && c.path != "/readyz/shutdown" && ct != "text/plain; charset=utf-8" {
 			t.Errorf("%s: Content-Type %q", c.name, ct)
 		}
+	}
+}
+
+// The log check fails only when a flush has not come back for two minutes, and flushes at
+// most once a minute.
+func TestLogProbe(t *testing.T) {
+	now := time.Unix(1000, 0)
+	flushes := make(chan chan struct{}, 10)
+	p := &logProbe{now: func() time.Time { return now }, flush: func() {
+		done := make(chan struct{})
+		flushes <- done
+		<-done
+	}}
+	// The first check starts a flush, which does not come back.
+	if err := p.check(nil); err != nil {
+		t.Fatalf("first check: %v", err)
+	}
+	stuck := <-flushes
+	for _, c := range []struct {
+		after time.Duration
+		fails bool
+	}{{time.Minute, false}, {59 * time.Second, false}, {time.Second, true}} {
+		now = now.Add(c.after)
+		if err := p.check(nil); (err != nil) != c.fails {
+			t.Errorf("%v after the flush started: %v, want failing %v", now.Sub(time.Unix(1000, 0)), err, c.fails)
+		}
+	}
+	if len(flushes) != 0 {
+		t.Errorf("a second flush started while one was under way")
+	}
+	close(stuck)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := p.check(nil); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("still failing once the flush came back: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Flushed just now: no new flush within the minute.
+	now = now.Add(30 * time.Second)
+	_ = p.check(nil)
+	if len(flushes) != 0 {
+		t.Errorf("flushed again within a minute")
+	}
+	now = now.Add(31 * time.Second)
+	_ = p.check(nil)
+	select {
+	case done := <-flushes:
+		close(done)
+	case <-time.After(5 * time.Second):
+		t.Errorf("no flush a minute after the last")
 	}
 }

@@ -330,15 +330,15 @@ var (
 		{"/healthz", 200, "ok"},
 		{"/livez", 200, "ok"},
 		{"/readyz", 200, "ok"},
-		{"/readyz?verbose", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]shutdown ok\nreadyz check passed"},
+		{"/readyz?verbose", 200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed"},
 		{"/livez/etcd", 200, "ok"},
 	}
 	// kube-apiserver: every failing health endpoint answers 500, naming the failed checks
 	// without their reasons; a single check's path gives the reason.
 	outageAnswers = []healthWant{
-		{"/healthz", 500, "[+]ping ok\n[-]etcd failed: reason withheld\nhealthz check failed"},
-		{"/livez", 500, "[+]ping ok\n[-]etcd failed: reason withheld\nlivez check failed"},
-		{"/readyz", 500, "[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]shutdown ok\nreadyz check failed"},
+		{"/healthz", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\nhealthz check failed"},
+		{"/livez", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\nlivez check failed"},
+		{"/readyz", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check failed"},
 		{"/healthz?exclude=etcd", 200, "ok"},
 		{"/readyz/shutdown", 200, "ok"},
 	}
