@@ -249,3 +249,46 @@ func readEvents(t *testing.T, path, auditID string) ([]auditv1.Event, string) {
 	}
 	return events, strings.Join(lines, "\n")
 }
+
+// TestLegacyFormat checks --audit-log-format legacy: kube's one line of text per event.
+func TestLegacyFormat(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	o := audit.DefaultOptions()
+	o.LogPath, o.PolicyFile, o.Format = logPath, writeFile(t, "policy.yaml", policy), "legacy"
+	a, err := audit.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	srv := httptest.NewServer(chain(a, http.HandlerFunc(objectHandler)))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/namespaces/ns/configmaps/cm", nil)
+	req.Header.Set("X-Test-User", "alice")
+	req.Header.Set("Audit-ID", "my-audit-id")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Audit-Id"); got != "my-audit-id" {
+		t.Errorf("Audit-Id %q, want the client's own", got)
+	}
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2: %s", len(lines), raw)
+	}
+	for i, stage := range []string{"RequestReceived", "ResponseComplete"} {
+		for _, want := range []string{` AUDIT: id="my-audit-id" stage="` + stage + `"`, ` method="get" user="alice"`, ` uri="/api/v1/namespaces/ns/configmaps/cm"`} {
+			if !strings.Contains(lines[i], want) {
+				t.Errorf("line %d %q lacks %q", i, lines[i], want)
+			}
+		}
+	}
+	if !strings.Contains(lines[1], ` response="200"`) {
+		t.Errorf("last line %q lacks the response code", lines[1])
+	}
+}
