@@ -108,14 +108,21 @@ func addIgnoredKubeFlags(fs *pflag.FlagSet) {
 		case "bool":
 			fs.Bool(f.name, false, usage)
 		case "int":
-			fs.Int(f.name, 0, usage)
+			fs.IntP(f.name, shorthand(f.name), 0, usage)
 		case "duration":
 			fs.Duration(f.name, 0, usage)
 		default:
 			fs.String(f.name, "", usage)
 		}
 	}
-	fs.Lookup("v").Shorthand = "v"
+}
+
+// shorthand is the one-letter form of a flag: -v for --v, as kube's.
+func shorthand(name string) string {
+	if len(name) == 1 {
+		return name
+	}
+	return ""
 }
 
 // kubeAPIServer runs lapis as `kube-apiserver` with kube-apiserver's command line (the one
