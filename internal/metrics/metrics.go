@@ -8,6 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	compbasemetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	// client-go's rest_client_* metrics, as kube-apiserver records them for its loopback
+	// client: registered process-wide in legacyregistry, where kube keeps them.
+	_ "k8s.io/component-base/metrics/prometheus/restclient"
 )
 
 // kube's latency buckets (endpoints/metrics' request_duration_seconds, etcd3/metrics'
