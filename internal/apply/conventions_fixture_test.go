@@ -381,8 +381,6 @@ var conventionCases = map[string]TestCase{
 		},
 		Object: `{spec: {env: [{value: "3"}]}}`,
 		Managed: []Entry{
-			applied("a", ctl, ".spec"),
-			applied("b", ctl, ".spec"),
 			applied("c", ctl, ".spec.env"),
 		},
 	},

@@ -7,7 +7,11 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
-// listDecision makes the list at path a list map keyed by key.
+// listDecision makes the list at path a list map keyed by key, or, with no key, an atomic list
+// spelled out in the schema: a list whose items managedFields address by key but which can no
+// longer be keyed. Spelled out, SMD reconciles those entries into ownership of the whole list
+// (its reconciliation skips untyped maps, so a list left to the deduced type would keep
+// entries for items that no longer exist, and their owners would be forgotten).
 type listDecision struct {
 	path pattern
 	key  string
@@ -39,10 +43,12 @@ func decide(facts *listFactSet, root *spec.Schema) []listDecision {
 	var out []listDecision
 	for _, f := range all {
 		key := chooseKey(f, facts.keys)
-		if key == "" || !reachable(f.path, root, keyed) {
+		if f.notList || (key == "" && len(f.pinned) == 0) || !reachable(f.path, root, keyed) {
 			continue
 		}
-		keyed[f.path.key()] = true
+		if key != "" {
+			keyed[f.path.key()] = true
+		}
 		out = append(out, listDecision{path: f.path, key: key})
 	}
 	return out

@@ -36,6 +36,9 @@ type listFacts struct {
 	// pinned are the conventional keys managedFields address the pattern's items by
 	// (k:{"name":...}): the list was a list map keyed by them when those entries were written.
 	pinned map[string]bool
+	// notList: some object has something else than a list there (a type change under
+	// preserve-unknown-fields); the schema must then stay silent about the node.
+	notList bool
 }
 
 // listFactSet gathers listFacts by pattern over every object a merge sees.
@@ -175,6 +178,10 @@ func (s *listFactSet) addObject(content map[string]any, root *spec.Schema) {
 }
 
 func (s *listFactSet) walk(v any, sch *spec.Schema, preserve bool, at pattern) {
+	if _, isList := v.([]any); !isList && v != nil && sch == nil {
+		// Only untyped nodes can hold a list in one object and something else in another.
+		s.at(at).notList = true
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		if sch != nil && extString(sch, "x-kubernetes-map-type") == "atomic" {

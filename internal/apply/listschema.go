@@ -7,7 +7,7 @@ import (
 )
 
 // markLists returns a copy of root (a version's OpenAPI schema of the custom resource, nil for
-// none) in which the decided lists carry x-kubernetes-list-type: map and their key, so that the
+// none) in which the decided lists carry x-kubernetes-list-type: map and their key (or atomic), so that the
 // SMD schema built from it (schemaconv, as for any CRD) merges them as list maps. Nodes below
 // x-kubernetes-preserve-unknown-fields that the schema does not spell out are added as untyped
 // nodes that preserve unknown fields: the same SMD type as before (deduced), with room for a
@@ -22,7 +22,9 @@ func markLists(root *spec.Schema, ds []listDecision) *spec.Schema {
 		if !reachable(d.path, root, keyed) {
 			continue // another version's schema, where the list is marked or atomic
 		}
-		keyed[d.path.key()] = true
+		if d.key != "" {
+			keyed[d.path.key()] = true
+		}
 		root = markAt(root, root == nil, d.path, d.key)
 	}
 	return root
@@ -32,12 +34,20 @@ func markLists(root *spec.Schema, ds []listDecision) *spec.Schema {
 func markAt(sch *spec.Schema, preserve bool, path pattern, key string) *spec.Schema {
 	c := copyNode(sch)
 	if len(path) == 0 {
-		c.Extensions["x-kubernetes-list-type"] = "map"
-		c.Extensions["x-kubernetes-list-map-keys"] = []any{key}
+		// A list and nothing else (an untyped node would be a map too, and SMD's reconciliation
+		// of managedFields takes such nodes for maps): the merge saw only lists here.
+		c.Type = spec.StringOrArray{"array"}
 		if c.Items == nil || c.Items.Schema == nil {
-			// The items of an untyped list are atomic; a list map's merge one by one.
+			// Items of any type; those of a list map merge one by one (the items of an
+			// untyped list are atomic, those of an atomic list go with it anyway).
 			c.Items = &spec.SchemaOrArray{Schema: untypedNode()}
 		}
+		if key == "" {
+			c.Extensions["x-kubernetes-list-type"] = "atomic"
+			return c
+		}
+		c.Extensions["x-kubernetes-list-type"] = "map"
+		c.Extensions["x-kubernetes-list-map-keys"] = []any{key}
 		return c
 	}
 	if path[0] == itemSegment {
