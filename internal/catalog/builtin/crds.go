@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/lapis-dev/lapis/internal/apply/conventions"
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
@@ -96,7 +97,8 @@ func validateCRD(obj, old *apiextensionsv1.CustomResourceDefinition) field.Error
 		}
 		out = append(out, e)
 	}
-	return out
+	// lapis's own annotation: server-side apply's list conventions, one accepted value.
+	return append(out, conventions.Validate(obj.Annotations, field.NewPath("metadata", "annotations"))...)
 }
 
 func toInternalCRD(in *apiextensionsv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
