@@ -36,7 +36,8 @@ type Metrics struct {
 	etcdRequests *compbasemetrics.CounterVec
 	etcdErrors   *compbasemetrics.CounterVec
 
-	objects *objectCounts
+	objects     *objectCounts
+	storageSize *storageSize
 }
 
 // New returns a server's metrics, registered in a registry of their own; build is the
@@ -108,11 +109,12 @@ func New(build version.Info) *Metrics {
 			Help:           "Etcd failed request counts for each operation and object type.",
 			StabilityLevel: compbasemetrics.ALPHA,
 		}, []string{"operation", "group", "resource"}),
-		objects: newObjectCounts(),
+		objects:     newObjectCounts(),
+		storageSize: newStorageSize(),
 	}
 	m.registry.MustRegister(m.requests, m.latencies, m.responseSizes, m.longRunning,
 		m.watchEvents, m.watchEventSizes, m.registeredWatchers, m.etcdLatency, m.etcdRequests, m.etcdErrors)
-	m.registry.CustomMustRegister(m.objects, m.inflight)
+	m.registry.CustomMustRegister(m.objects, m.inflight, m.storageSize)
 	// kube registers it in legacyregistry with its own build's version: lapis's is its own.
 	buildInfo := compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
 		Name:           "kubernetes_build_info",

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http/httptest"
@@ -132,5 +133,28 @@ func TestServersDoNotShare(t *testing.T) {
 	a.ObserveEtcd("get", "/registry/configmaps/ns/x", time.Now(), nil)
 	if v, _ := testutil.GetCounterMetricValue(b.etcdRequests.WithLabelValues("get", "", "configmaps")); v != 0 {
 		t.Errorf("the second server counted %v etcd requests", v)
+	}
+}
+
+func TestStorageSize(t *testing.T) {
+	m := New(testVersion)
+	m.MeasureStorage(func(ctx context.Context) (int64, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			return 0, errors.New("no deadline")
+		}
+		return 4096, nil
+	})
+	want := `
+# HELP apiserver_storage_size_bytes [STABLE] Size of the storage database file physically allocated in bytes.
+# TYPE apiserver_storage_size_bytes gauge
+apiserver_storage_size_bytes{storage_cluster_id="etcd-0"} 4096
+`
+	if err := testutil.GatherAndCompare(m.registry, strings.NewReader(want), "apiserver_storage_size_bytes"); err != nil {
+		t.Error(err)
+	}
+	// etcd not answering: no sample, as kube's.
+	m.MeasureStorage(func(context.Context) (int64, error) { return 0, errors.New("etcd is unavailable") })
+	if err := testutil.GatherAndCompare(m.registry, strings.NewReader(""), "apiserver_storage_size_bytes"); err != nil {
+		t.Error(err)
 	}
 }

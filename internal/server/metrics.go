@@ -9,6 +9,7 @@ import (
 func (s *Server) newMetrics() *metrics.Metrics {
 	m := metrics.New(Version)
 	s.backend.ObserveRequests(m.ObserveEtcd)
+	m.MeasureStorage(s.backend.DBSize)
 	if caches := s.objects.WatchCaches(); caches != nil {
 		m.CountObjects(caches.Counts)
 	}

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -114,4 +116,21 @@ func (t *observedTxn) Commit() (*clientv3.TxnResponse, error) {
 	}
 	t.kv.report(operation, t.key, start, err)
 	return resp, err
+}
+
+// DBSize is the space etcd's database file takes (etcd's status dbSize, kube's
+// apiserver_storage_size_bytes): the embedded etcd's, or one member's of an external cluster.
+func (b *Backend) DBSize(ctx context.Context) (int64, error) {
+	if b.embedded != nil {
+		return b.embedded.Server.Backend().Size(), nil
+	}
+	endpoints := b.Client.Endpoints()
+	if len(endpoints) == 0 {
+		return 0, errors.New("no etcd endpoints")
+	}
+	status, err := b.Client.Status(ctx, endpoints[rand.IntN(len(endpoints))])
+	if err != nil {
+		return 0, translate(err)
+	}
+	return status.DbSize, nil
 }

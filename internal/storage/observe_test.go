@@ -69,3 +69,22 @@ func TestObserveRequests(t *testing.T) {
 		t.Errorf("observed\n%v\nwant\n%v", calls, want)
 	}
 }
+
+func TestDBSize(t *testing.T) {
+	ctx := context.Background()
+	embedded, err := OpenEmbedded(ctx, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer embedded.Close()
+	external, err := OpenExternal(ctx, []string{startSeparateEtcd(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer external.Close()
+	for name, b := range map[string]*Backend{"embedded": embedded, "external": external} {
+		if n, err := b.DBSize(ctx); err != nil || n <= 0 {
+			t.Errorf("%s: %d bytes, %v", name, n, err)
+		}
+	}
+}
