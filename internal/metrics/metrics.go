@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -27,6 +28,8 @@ type Metrics struct {
 	responseSizes *compbasemetrics.HistogramVec
 	longRunning   *compbasemetrics.GaugeVec
 	inflight      *inflightCounts
+	// servedResources tells the resources whose requests are counted (ServedResources).
+	servedResources atomic.Pointer[func(group, version, resource, subresource string) bool]
 
 	watchEvents        *compbasemetrics.CounterVec
 	watchEventSizes    *compbasemetrics.HistogramVec

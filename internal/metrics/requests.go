@@ -120,6 +120,11 @@ func (m *Metrics) WithRequests(next http.Handler) http.Handler {
 			defer m.inflight.add(mutating, -1)
 		}
 		l, report := labelsOf(req, info)
+		if report && info != nil && info.IsResourceRequest && !m.served(info) {
+			// kube instruments only the routes it serves: a client naming resources that do
+			// not exist must not make series without bound.
+			report = false
+		}
 		if !report {
 			next.ServeHTTP(w, req)
 			return
@@ -152,4 +157,16 @@ func (m *Metrics) observeRequest(l requestLabels, code, size int, elapsed time.D
 	if l.verb == endpointsmetrics.MethodGet || l.verb == endpointsmetrics.MethodList {
 		m.responseSizes.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component).Observe(float64(size))
 	}
+}
+
+// ServedResources tells the request filter which resource requests kube-apiserver would have
+// a route for (and so count): served(group, version, resource, subresource). Without it every
+// resource request is counted.
+func (m *Metrics) ServedResources(served func(group, version, resource, subresource string) bool) {
+	m.servedResources.Store(&served)
+}
+
+func (m *Metrics) served(info *genericapirequest.RequestInfo) bool {
+	served := m.servedResources.Load()
+	return served == nil || (*served)(info.APIGroup, info.APIVersion, info.Resource, info.Subresource)
 }

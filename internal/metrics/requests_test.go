@@ -191,3 +191,31 @@ func TestInflightHighWater(t *testing.T) {
 		}
 	}
 }
+
+// Requests for resources lapis does not serve are not counted: their names would make series
+// without bound.
+func TestUnservedResourcesNotCounted(t *testing.T) {
+	m := New(testVersion)
+	m.ServedResources(func(group, version, resource, subresource string) bool {
+		return group == "" && version == "v1" && resource == "configmaps" && subresource == ""
+	})
+	handler := m.WithRequests(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {}))
+	for _, target := range []string{
+		"/api/v1/namespaces/ns/configmaps",
+		"/api/v1/namespaces/ns/nonsense",
+		"/api/v1/namespaces/ns/configmaps/a/nonsense",
+		"/apis/example.com/v9/things",
+		"/healthz",
+	} {
+		handler.ServeHTTP(httptest.NewRecorder(), newRequest(t, "GET", target, ""))
+	}
+	want := `
+# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/healthz",verb="GET",version=""} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} 1
+`
+	if err := testutil.GatherAndCompare(m.registry, strings.NewReader(want), "apiserver_request_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/lapis-dev/lapis/internal/metrics"
 )
 
@@ -10,6 +12,10 @@ func (s *Server) newMetrics() *metrics.Metrics {
 	m := metrics.New(Version)
 	s.backend.ObserveRequests(m.ObserveEtcd)
 	m.MeasureStorage(s.backend.DBSize)
+	m.ServedResources(func(group, version, resource, subresource string) bool {
+		r, ok := s.objects.Catalog().Lookup(schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
+		return ok && r.SubresourceVerbs(subresource) != nil
+	})
 	if caches := s.objects.WatchCaches(); caches != nil {
 		m.CountObjects(caches.Counts)
 	}

@@ -121,8 +121,14 @@ func TestMetrics(t *testing.T) {
 	if code, _ := l.do(t, "GET", "/readyz", "", "", false); code != 200 {
 		t.Fatalf("GET /readyz: %d", code)
 	}
+	if code, _ := l.do(t, "GET", "/api/v1/namespaces/metrics/nonsense", "", "", true); code != 404 {
+		t.Fatalf("GET of a resource that does not exist: %d", code)
+	}
 
 	after := metricsOf(t, l)
+	if sample(after, "apiserver_request_total", map[string]string{"resource": "nonsense"}) != 0 {
+		t.Errorf("requests for a resource that does not exist are counted")
+	}
 	for _, c := range []struct {
 		what   string
 		family string
