@@ -1,5 +1,6 @@
 // Package server assembles lapis and serves it: it opens storage, builds the resource
 // catalogue, starts lapis's own controllers (CRDs, namespaces, compaction), listens with TLS,
 // writes the admin kubeconfig, and runs every request through the same chain:
-// recover → authenticate → authorize → route (health, discovery, OpenAPI, or a resource verb).
+// recover → authenticate → authorize → count (internal/metrics) → route (health, /metrics,
+// discovery, OpenAPI, or a resource verb).
 package server

@@ -2,5 +2,6 @@
 // external cluster. It knows keys, revisions and bytes, not Kubernetes objects: a stored value is
 // the object's JSON without its resourceVersion, which is the etcd revision that last wrote it.
 // Creates and updates are etcd transactions (create-if-absent, compare-mod-revision), so several
-// lapis processes can share one etcd.
+// lapis processes can share one etcd. A Backend tells an observer of every etcd request, and
+// the size of etcd's database, for /metrics.
 package storage
