@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/capabilities"
 
 	"github.com/lapis-dev/lapis/internal/allocate"
+	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
 )
 
@@ -95,7 +95,6 @@ var ignoredKubeFlags = []struct{ name, kind, why string }{
 	{"watch-cache", "bool", "lapis always serves from its watch cache"},
 	{"delete-collection-workers", "int", "DELETE of a collection runs in one worker"},
 	{"min-request-timeout", "int", "watches last until their client or lapis ends them"},
-	{"v", "int", "log verbosity"},
 }
 
 // addIgnoredKubeFlags registers ignoredKubeFlags, each saying it is ignored.
@@ -108,21 +107,13 @@ func addIgnoredKubeFlags(fs *pflag.FlagSet) {
 		case "bool":
 			fs.Bool(f.name, false, usage)
 		case "int":
-			fs.IntP(f.name, shorthand(f.name), 0, usage)
+			fs.Int(f.name, 0, usage)
 		case "duration":
 			fs.Duration(f.name, 0, usage)
 		default:
 			fs.String(f.name, "", usage)
 		}
 	}
-}
-
-// shorthand is the one-letter form of a flag: -v for --v, as kube's.
-func shorthand(name string) string {
-	if len(name) == 1 {
-		return name
-	}
-	return ""
 }
 
 // kubeAPIServer runs lapis as `kube-apiserver` with kube-apiserver's command line (the one
@@ -160,7 +151,11 @@ func kubeAPIServer(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(dir)
 	cfg.DataDir = dir
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log, err := k.logs.apply(stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "Error:", err)
+		return 1
+	}
 	if err := runServer(context.Background(), cfg, log); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1
@@ -172,6 +167,7 @@ func kubeAPIServer(args []string, stdout, stderr io.Writer) int {
 type kubeAPIServerFlags struct {
 	kubeFlags
 	version bool
+	logs    *logging
 }
 
 // parseKubeAPIServer reads kube-apiserver's command line into a Config, with kube-apiserver's
@@ -198,6 +194,8 @@ func parseKubeAPIServer(fs *pflag.FlagSet, args []string) (server.Config, *kubeA
 	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, "Identifier of the service account token issuer. The first signs; all are accepted.")
 	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "The maximum validity duration of a token created by the service account token issuer.")
 	fs.BoolVar(&k.version, "version", false, "Print version information and quit.")
+	audit.AddFlags(fs, &cfg.Audit)
+	k.logs = addLoggingFlags(fs)
 	addIgnoredKubeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return cfg, k, err

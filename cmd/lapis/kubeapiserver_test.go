@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
 )
 
@@ -71,6 +72,7 @@ func TestParseKubeAPIServer(t *testing.T) {
 				EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout,
 				ServiceClusterIPRange: "10.0.0.0/24", ServiceNodePortRange: "30000-32767",
 			}
+			audit.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), &want.Audit)
 			c.want(&want)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("config\n got %+v\nwant %+v", got, want)
