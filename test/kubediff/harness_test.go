@@ -39,6 +39,7 @@ type target struct {
 var env struct {
 	lapis, kube *target
 	skip        string
+	auditDir    string // where both servers' audit logs are (audit_test.go)
 }
 
 const kubeVersion = "v1.37.2"
@@ -68,9 +69,15 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 
+	env.auditDir = dir
+	auditOptions, kubeAuditArgs, err := auditSetup(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	panics := &panicLog{}
 	lapisDir := filepath.Join(dir, "lapis")
-	srv, err := server.Start(ctx, server.Config{DataDir: lapisDir, Listen: "127.0.0.1:0"}, slog.New(panics))
+	srv, err := server.Start(ctx, server.Config{DataDir: lapisDir, Listen: "127.0.0.1:0", Audit: auditOptions}, slog.New(panics))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting lapis:", err)
 		return 1
@@ -84,7 +91,7 @@ func run(m *testing.M) int {
 
 	kubeDir := filepath.Join(dir, "kube")
 	defer stopKube(kubeDir)
-	kubeconfig, err := startKube(kubeDir)
+	kubeconfig, err := startKube(kubeDir, kubeAuditArgs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting kube-apiserver:", err)
 		return 1
@@ -106,12 +113,12 @@ func script() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "reference", "kube-reference")
 }
 
-func startKube(dir string) (string, error) {
+func startKube(dir, apiserverArgs string) (string, error) {
 	cmd := exec.Command("bash", script(), "start", dir)
 	// kube-controller-manager runs the controllers lapis runs itself, and only those: both
 	// servers then keep the same objects (default ServiceAccounts, kube-root-ca.crt, quota
 	// status, garbage collection, namespace deletion).
-	cmd.Env = append(os.Environ(), "KCM=1", "KCM_CONTROLLERS="+lapisControllers)
+	cmd.Env = append(os.Environ(), "KCM=1", "KCM_CONTROLLERS="+lapisControllers, "KUBE_APISERVER_ARGS="+apiserverArgs)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
