@@ -90,6 +90,9 @@ func TestAudit(t *testing.T) {
 		{name: "serviceaccount at Request", method: "POST", path: ns + "/serviceaccounts", body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa1"}}`},
 		{name: "deployment with defaults", method: "POST", path: deploy, body: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d1"},` +
 			`"spec":{"selector":{"matchLabels":{"app":"d1"}},"template":{"metadata":{"labels":{"app":"d1"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`},
+		{name: "scale read", method: "GET", path: deploy + "/d1/scale"},
+		{name: "scale patch", method: "PATCH", path: deploy + "/d1/scale", contentType: "application/merge-patch+json", body: `{"spec":{"replicas":2}}`},
+		{name: "status patch", method: "PATCH", path: deploy + "/d1/status", contentType: "application/merge-patch+json", body: `{"status":{"observedGeneration":1}}`},
 		{name: "dry run", method: "POST", path: cm + "?dryRun=All", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry"}}`},
 		{name: "invalid", method: "POST", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid"}}`},
 		{name: "conflict", method: "POST", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"}}`},
