@@ -90,6 +90,7 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	// Requests are counted once authorized, as kube-apiserver counts them.
 	handler := metrics.WithRequests(serve)
 	handler = genericfilters.WithAuthorization(handler, id.authz, codecs)
+	handler = withInflightLimit(handler, s.cfg) // --max-requests-inflight: kube's place for it
 	handler = impersonation.WithConstrainedImpersonation(handler, id.authz, codecs)
 	// As kube-apiserver's DefaultBuildHandlerChain: audit right inside authentication (401s
 	// audited by the failed-authentication handler), request logs (-v=3) outside it, the
