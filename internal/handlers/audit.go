@@ -52,7 +52,8 @@ func auditRequestObject(req *http.Request, obj runtime.Object) {
 }
 
 // auditRequestBody is auditRequestObject for an object decoded from a request body: kube decodes
-// a body with the type's defaults applied and records it so, from Request level.
+// a body with the type's defaults applied, into its Go type, and records it so, from Request
+// level.
 func (h *Handler) auditRequestBody(req *http.Request, obj *unstructured.Unstructured) {
 	if auditLevel(req.Context()).Less(auditinternal.LevelRequest) {
 		auditRequestObject(req, obj)
@@ -66,6 +67,12 @@ func (h *Handler) auditRequestBody(req *http.Request, obj *unstructured.Unstruct
 	if ok && r.Behavior != nil && r.GroupVersionKind() == obj.GroupVersionKind() {
 		obj = obj.DeepCopy()
 		r.Behavior.Default(obj)
+	}
+	// kube records built-in kinds from their Go types: zero values that are not omitted
+	// (metadata: {}, a review's status) are there too.
+	if typed, err := h.typedFromUnstructured(obj); err == nil {
+		auditRequestObject(req, typed)
+		return
 	}
 	auditRequestObject(req, obj)
 }

@@ -93,6 +93,8 @@ func TestAudit(t *testing.T) {
 		{name: "scale read", method: "GET", path: deploy + "/d1/scale"},
 		{name: "scale patch", method: "PATCH", path: deploy + "/d1/scale", contentType: "application/merge-patch+json", body: `{"spec":{"replicas":2}}`},
 		{name: "status patch", method: "PATCH", path: deploy + "/d1/status", contentType: "application/merge-patch+json", body: `{"status":{"observedGeneration":1}}`},
+		{name: "access review", method: "POST", path: "/apis/authorization.k8s.io/v1/namespaces/" + auditNamespace + "/localsubjectaccessreviews",
+			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","spec":{"user":"nobody","resourceAttributes":{"namespace":"` + auditNamespace + `","verb":"get","resource":"configmaps"}}}`},
 		{name: "dry run", method: "POST", path: cm + "?dryRun=All", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry"}}`},
 		{name: "invalid", method: "POST", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Not_Valid"}}`},
 		{name: "conflict", method: "POST", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"}}`},
