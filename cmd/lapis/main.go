@@ -15,6 +15,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
+	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
 func main() {
@@ -82,6 +83,8 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT to serve on (port 0 picks a free port)")
 	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd cluster to use instead of the embedded one")
 	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "how long watch and continue history is kept")
+	fs.Int64Var(&cfg.EtcdHistoryBytes, "etcd-history-bytes", server.DefaultEtcdHistoryBytes, "compact etcd sooner than the interval when this lapis writes this many bytes of objects within two intervals, bounding etcd's history in bytes (-1: no byte bound)")
+	fs.Int64Var(&cfg.WatchCacheHistoryBytes, "watch-cache-history-bytes", watchcache.DefaultHistoryBytes, "bytes of changed objects all watch caches keep together for watches that resume from a resourceVersion")
 	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication")
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication")
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication")

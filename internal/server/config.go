@@ -24,6 +24,11 @@ type Config struct {
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdCompactionInterval is how much watch and continue history is kept.
 	EtcdCompactionInterval time.Duration
+	// EtcdHistoryBytes bounds that history in bytes: etcd is compacted sooner when this lapis
+	// writes that many bytes of objects within two intervals (0: DefaultEtcdHistoryBytes,
+	// negative: no byte bound). WatchCacheHistoryBytes bounds the watch caches' histories
+	// together (0: watchcache.DefaultHistoryBytes).
+	EtcdHistoryBytes, WatchCacheHistoryBytes int64
 	// EmbeddedEtcdClientURL, when set, also exposes the embedded etcd there (for other lapis
 	// processes to share it): an https URL, served with a certificate of lapis's CA, accepting
 	// only the client certificate lapis writes to DataDir/pki/etcd-client.{crt,key}.
@@ -76,6 +81,9 @@ const (
 	DefaultDataDir            = "./lapis-data"
 	DefaultListen             = "127.0.0.1:6443"
 	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultEtcdHistoryBytes keeps etcd's history (every version of every value until it is
+	// compacted, in its memory-mapped database) to about this many bytes under heavy writes.
+	DefaultEtcdHistoryBytes = 128 << 20
 	// DefaultRequestTimeout is kube-apiserver's default --request-timeout.
 	DefaultRequestTimeout = 60 * time.Second
 	// DefaultIdleTimeout is kube-apiserver's idle timeout (http.DefaultTransport's keep-alive).

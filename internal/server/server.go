@@ -68,6 +68,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.EtcdHistoryBytes == 0 {
+		cfg.EtcdHistoryBytes = DefaultEtcdHistoryBytes
+	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
@@ -125,7 +128,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	lb := &loopback{}
 	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, lb))...)
 	s.objects = objects.NewService(store, cat)
-	caches := watchcache.New(runCtx, store, log)
+	caches := watchcache.New(runCtx, store, cfg.WatchCacheHistoryBytes, log)
 	s.objects.UseWatchCache(caches)
 
 	if err := bootstrap.EnsureNamespaces(ctx, s.objects); err != nil {
@@ -145,7 +148,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// CA that verifies lapis (the one its kubeconfig trusts).
 	go serviceaccount.NewController(s.objects, log).Run(runCtx)
 	go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
-	go store.RunCompactor(runCtx, cfg.EtcdCompactionInterval, log, caches.Compacted)
+	go store.RunCompactor(runCtx, storage.CompactionPolicy{Interval: cfg.EtcdCompactionInterval, HistoryBytes: cfg.EtcdHistoryBytes}, log, caches.Compacted)
 
 	s.listener, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -81,8 +81,11 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLogger())
 	cfg.MaxRequestBytes = 3 * 1024 * 1024
 	// One member needs no long raft log for followers to catch up from: snapshot (and release
-	// the in-memory log) often, which keeps memory small.
-	cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 2000, 500
+	// the in-memory log) often. etcd keeps the entries since its last snapshot, and the catch-up
+	// entries, in memory whatever their size: 144 entries of 512 KiB objects are 72 MiB, where
+	// etcd's defaults (10 000 and 5 000) would hold gigabytes. Measured: no loss of write
+	// throughput against 2000/500.
+	cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = 128, 16
 	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
 
 	// On a full disk etcd would start, tear its log's tail writing to it and then need a whole

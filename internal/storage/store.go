@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -44,6 +45,9 @@ var (
 type Store struct {
 	client *clientv3.Client
 	space  *spaceGuard // nil: writes are not held back for disk space
+	// written counts the bytes of values this Store has put, which etcd keeps as history until
+	// compaction: the compactor bounds history by it.
+	written atomic.Int64
 }
 
 // Every call gets a deadline, so no request or controller waits forever on an unreachable etcd
@@ -95,6 +99,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if !resp.Succeeded {
 		return 0, ErrExists
 	}
+	s.written.Add(int64(len(value)))
 	return resp.Header.Revision, nil
 }
 
@@ -115,6 +120,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 		return 0, KeyValue{}, s.failure(err)
 	}
 	if resp.Succeeded {
+		s.written.Add(int64(len(value)))
 		return resp.Header.Revision, KeyValue{}, nil
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs

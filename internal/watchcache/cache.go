@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -92,13 +93,32 @@ func (e *TooOldError) Unwrap() error { return ErrTooOld }
 
 // Limits on memory.
 const (
-	// historySize is how many recent changes a cache keeps for watches that resume, and
-	// historyBytes how many bytes of objects they may hold: whichever is reached first.
-	historySize  = 1024
-	historyBytes = 64 << 20
+	// historySize is how many recent changes a cache keeps for watches that resume; the bytes
+	// of objects all caches' histories hold together are bounded too (a Budget).
+	historySize = 1024
+	// DefaultHistoryBytes is the default Budget of all histories together.
+	DefaultHistoryBytes = 64 << 20
 	// watcherBuffer is how many events a watcher may lag behind before it is closed.
 	watcherBuffer = 1024
 )
+
+// Budget bounds the bytes of objects the histories of a set of caches hold together: a cache
+// that goes over it forgets its own oldest events until all fit (keeping its newest one), so
+// a resource written heavily gives up history rather than memory growing.
+type Budget struct {
+	limit int64
+	held  atomic.Int64
+}
+
+// NewBudget returns a budget of limit bytes (DefaultHistoryBytes when limit <= 0).
+func NewBudget(limit int64) *Budget {
+	if limit <= 0 {
+		limit = DefaultHistoryBytes
+	}
+	return &Budget{limit: limit}
+}
+
+func (b *Budget) over() bool { return b.held.Load() > b.limit }
 
 // Cache mirrors the objects under one storage prefix.
 type Cache struct {
@@ -114,14 +134,16 @@ type Cache struct {
 	revision int64    // the cache reflects storage as of this revision
 	oldest   int64    // watches may resume after any revision >= oldest
 	history  []*Event // the latest changes, oldest first
-	// historyHeld is the bytes of the objects of history's events (see eventBytes).
+	// historyHeld is the bytes of the objects of history's events (see eventBytes), which
+	// budget counts with every other cache's.
 	historyHeld int
+	budget      *Budget
 	watchers    map[*Watcher]struct{}
 	advanced    chan struct{} // closed (and replaced) whenever revision advances
 }
 
-func newCache(store *storage.Store, prefix string, split func(string) (string, string), log *slog.Logger) *Cache {
-	return &Cache{store: store, prefix: prefix, split: split, log: log, ready: make(chan struct{}),
+func newCache(store *storage.Store, prefix string, split func(string) (string, string), budget *Budget, log *slog.Logger) *Cache {
+	return &Cache{store: store, prefix: prefix, split: split, budget: budget, log: log, ready: make(chan struct{}),
 		objects: map[string]*Entry{}, watchers: map[*Watcher]struct{}{}, advanced: make(chan struct{})}
 }
 
@@ -180,6 +202,7 @@ func (c *Cache) reset(list storage.ListResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.objects = objects
+	c.budget.held.Add(-int64(c.historyHeld))
 	c.history, c.historyHeld = nil, 0
 	c.oldest = list.Revision
 	for w := range c.watchers {
@@ -234,11 +257,12 @@ func (c *Cache) apply(b storage.WatchBatch) {
 }
 
 // remember adds an event to the history, forgetting the oldest past historySize events or
-// historyBytes of objects.
+// while the histories of all caches hold more than their budget.
 func (c *Cache) remember(e *Event) {
 	c.history = append(c.history, e)
 	c.historyHeld += eventBytes(e)
-	for len(c.history) > historySize || (c.historyHeld > historyBytes && len(c.history) > 1) {
+	c.budget.held.Add(int64(eventBytes(e)))
+	for len(c.history) > historySize || (c.budget.over() && len(c.history) > 1) {
 		c.forgetOldest()
 	}
 }
@@ -249,6 +273,7 @@ func (c *Cache) forgetOldest() {
 	c.history[0] = nil // let the object go
 	c.history = c.history[1:]
 	c.historyHeld -= eventBytes(e)
+	c.budget.held.Add(-int64(eventBytes(e)))
 	c.oldest = e.Revision
 }
 

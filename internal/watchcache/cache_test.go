@@ -24,7 +24,7 @@ func newTestCache(t *testing.T) (*Cache, *storage.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	store := storage.NewStore(b.Client)
-	caches := New(ctx, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	caches := New(ctx, store, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c := caches.For("/registry/things/", func(key string) (string, string) {
 		ns, name, _ := strings.Cut(strings.TrimPrefix(key, "/registry/things/"), "/")
 		return ns, name

@@ -11,16 +11,18 @@ import (
 // Caches holds one Cache per storage prefix, each started on first use.
 type Caches struct {
 	ctx   context.Context
-	store *storage.Store
-	log   *slog.Logger
+	store  *storage.Store
+	budget *Budget
+	log    *slog.Logger
 
 	mu     sync.Mutex
 	caches map[string]*Cache
 }
 
-// New returns an empty set of caches whose feeds run until ctx ends.
-func New(ctx context.Context, store *storage.Store, log *slog.Logger) *Caches {
-	return &Caches{ctx: ctx, store: store, log: log, caches: map[string]*Cache{}}
+// New returns an empty set of caches whose feeds run until ctx ends; their histories hold at
+// most historyBytes of objects together (DefaultHistoryBytes when historyBytes <= 0).
+func New(ctx context.Context, store *storage.Store, historyBytes int64, log *slog.Logger) *Caches {
+	return &Caches{ctx: ctx, store: store, budget: NewBudget(historyBytes), log: log, caches: map[string]*Cache{}}
 }
 
 // For returns the cache of prefix, starting it if needed; split tells a key's namespace and name.
@@ -30,7 +32,7 @@ func (cs *Caches) For(prefix string, split func(key string) (namespace, name str
 	if c, ok := cs.caches[prefix]; ok {
 		return c
 	}
-	c := newCache(cs.store, prefix, split, cs.log)
+	c := newCache(cs.store, prefix, split, cs.budget, cs.log)
 	cs.caches[prefix] = c
 	go c.run(cs.ctx)
 	return c
