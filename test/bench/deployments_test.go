@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,43 +19,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
-// targetEnv names a kubeconfig: when set, the Deployment benchmarks run against that server (a
-// lapis binary, kube-apiserver) instead of the in-process lapis, so that compare-kube.sh can put
-// the same workload to both.
-const targetEnv = "LAPIS_BENCH_KUBECONFIG"
+// builtinTarget returns a client of the server the benchmarks measure (see targetEnv).
+func builtinTarget(b testing.TB) (*rest.Config, kubernetes.Interface) {
+	b.Helper()
+	setup(b)
+	target.once.Do(func() { target.cs, target.err = kubernetes.NewForConfig(lapis.cfg) })
+	if target.err != nil {
+		b.Fatalf("connecting to the server under test: %v", target.err)
+	}
+	return lapis.cfg, target.cs
+}
 
 var target struct {
 	once sync.Once
 	err  error
-	cfg  *rest.Config
 	cs   kubernetes.Interface
-}
-
-// builtinTarget returns a client of the server the Deployment benchmarks measure.
-func builtinTarget(b testing.TB) (*rest.Config, kubernetes.Interface) {
-	b.Helper()
-	kc := os.Getenv(targetEnv)
-	if kc == "" {
-		setup(b)
-	}
-	target.once.Do(func() {
-		if kc == "" {
-			target.cfg = rest.CopyConfig(lapis.cfg)
-		} else if target.cfg, target.err = clientcmd.BuildConfigFromFlags("", kc); target.err != nil {
-			return
-		}
-		target.cfg.QPS, target.cfg.Burst = -1, 0 // no client-side rate limit: measure the server
-		target.cfg.UserAgent = "lapis-bench"
-		target.cs, target.err = kubernetes.NewForConfig(target.cfg)
-	})
-	if target.err != nil {
-		b.Fatalf("connecting to the server under test: %v", target.err)
-	}
-	return target.cfg, target.cs
 }
 
 // deployment is a Deployment as an application chart writes one: two containers with ports,

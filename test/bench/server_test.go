@@ -23,6 +23,11 @@ import (
 	"github.com/lapis-dev/lapis/internal/server"
 )
 
+// targetEnv names a kubeconfig: when set, every benchmark but BenchmarkStartup runs against
+// that server (a lapis binary, kube-apiserver) instead of an in-process lapis, so that
+// compare.sh can put the same workload to both.
+const targetEnv = "LAPIS_BENCH_KUBECONFIG"
+
 // The benchmarks share one lapis, started on first use (embedded etcd, fsync on, on a temporary
 // data directory) and shut down by TestMain.
 var lapis struct {
@@ -93,6 +98,14 @@ func setup(b testing.TB) dynamic.Interface {
 }
 
 func start() error {
+	if kc := os.Getenv(targetEnv); kc != "" {
+		// Another server is measured: the same workload, its CRD installed there.
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			return err
+		}
+		return connect(cfg)
+	}
 	dir, err := os.MkdirTemp("", "lapis-bench-")
 	if err != nil {
 		return err
@@ -116,9 +129,17 @@ func start() error {
 	if err != nil {
 		return err
 	}
+	return connect(cfg)
+}
+
+// connect makes the benchmarks' clients of the server cfg names and installs the widget CRD
+// there (once: an existing one is kept).
+func connect(cfg *rest.Config) error {
+	ctx := context.Background()
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit: measure the server
 	cfg.UserAgent = "lapis-bench"
 	lapis.cfg = cfg
+	var err error
 	if lapis.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return err
 	}
@@ -126,7 +147,7 @@ func start() error {
 	if err := json.Unmarshal([]byte(widgetCRD), &crd.Object); err != nil {
 		return err
 	}
-	if _, err := lapis.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	if _, err := lapis.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating CRD: %w", err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
