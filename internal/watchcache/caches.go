@@ -10,7 +10,7 @@ import (
 
 // Caches holds one Cache per storage prefix, each started on first use.
 type Caches struct {
-	ctx   context.Context
+	ctx    context.Context
 	store  *storage.Store
 	budget *Budget
 	log    *slog.Logger
