@@ -97,8 +97,8 @@ func TestAuditObjects(t *testing.T) {
 		level auditv1.Level
 		// Wanted in the ResponseComplete event; "" means absent.
 		objectName, requestObject, responseKind string
-		responseReason                           string
-		forbidden                                []string // substrings the events must not hold
+		responseReason                          string
+		forbidden                               []string // substrings the events must not hold
 	}{{
 		name: "create configmap", code: 201, level: auditv1.LevelRequestResponse,
 		call:       call{method: "POST", path: configMaps, body: configMapJSON("audited", map[string]string{"k": "v"})},
