@@ -1,103 +1,154 @@
 #!/usr/bin/env bash
-# Benchmarks lapis: the Go benchmarks of this package, then shared/tools/apibench against a lapis
-# started here and, when shared/reference/reference-server starts, against the reference
-# (apiextensions-apiserver on etcd with fsync on, REFERENCE_FSYNC=1, as lapis's embedded etcd
-# has), printed side by side. Everything it starts is stopped when it exits.
+# Compares lapis with kube-apiserver 1.37 in one run on this machine and checks issue 11's goals.
 #
-#   test/bench/compare.sh [apibench flags, e.g. -n 2000 -c 8 -watchers 50]
+#   test/bench/compare.sh [apibench flags, e.g. -n 1000 -c 8 -watchers 50]
 #
-# BENCHTIME (default 3x) is passed to `go test -benchtime`; GO_BENCH=0 skips the Go benchmarks,
-# REFERENCE=0 the reference server.
+# Both servers run as separate processes with fsync on: a lapis binary (embedded etcd) and
+# shared/reference/kube-reference (KCM=0 REFERENCE_FSYNC=1: kube-apiserver on etcd, nothing
+# else). Each gets the same workload, one after the other:
+#   - this package's benchmarks (custom resources: server-side apply, get, lists as JSON, Table
+#     and paged, watch fan-out; Deployments: apply and list), pointed at it with
+#     LAPIS_BENCH_KUBECONFIG;
+#   - shared/tools/apibench (custom resources; default -n 1000 -c 8);
+#   - its RSS after the run (lapis; kube-apiserver + etcd).
+# Then lapis alone: start to ready, RSS at idle, a restart on 100 000 stored objects
+# (BenchmarkStartup) and 512 KiB objects rewritten (BenchmarkLargeObjects, peak RSS).
+# Prints every number side by side with the ratio, then each goal: ok or MISSED. Exits 1 if a
+# goal is missed. Everything started is stopped on exit.
+#
+# BENCHTIME (default 3s) is -test.benchtime; IDLE (default 10) the seconds lapis idles before
+# its RSS is read; LARGE_ROUNDS (default 200) BenchmarkLargeObjects's rounds; KUBE=0 skips
+# kube-apiserver (the ratios are then not checked).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 shared=${LAPIS_SHARED:-$repo/../shared}
-work=$(mktemp -d "${TMPDIR:-/tmp}/lapis-bench.XXXXXX")
-lapis_pid=
-reference_dir=
-
-# stop_reference stops the reference server started in $reference_dir and waits until it is gone.
-stop_reference() {
-  [ -n "$reference_dir" ] || return 0
-  local pids
-  pids=$(cat "$reference_dir"/*.pid 2>/dev/null || true)
-  bash "$shared/reference/reference-server" stop "$reference_dir" >/dev/null 2>&1 || true
-  for _ in $(seq 1 100); do
-    local alive=
-    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ -z "$alive" ] && break
-    sleep 0.1
-  done
-  reference_dir=
-}
-
-cleanup() {
-  if [ -n "$lapis_pid" ]; then
-    kill "$lapis_pid" 2>/dev/null || true
-    wait "$lapis_pid" 2>/dev/null || true
-  fi
-  stop_reference
-  rm -rf "$work"
-}
-trap cleanup EXIT
+work=$(mktemp -d "${TMPDIR:-/tmp}/lapis-compare.XXXXXX")
+benchtime=${BENCHTIME:-3s}
+idle=${IDLE:-10}
+apibench_flags=("$@")
+[ ${#apibench_flags[@]} -gt 0 ] || apibench_flags=(-n 1000 -c 8)
+# shellcheck source=lib.sh
+. "$repo/test/bench/lib.sh"
+trap 'stop_all; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
 cd "$repo"
-if [ "${GO_BENCH:-1}" != 0 ]; then
-  echo "== go test ./test/bench/ -bench . -benchtime ${BENCHTIME:-3x}"
-  go test ./test/bench/ -run '^$' -bench . -benchtime "${BENCHTIME:-3x}" -timeout 60m
-  echo
-fi
-
-if [ ! -f "$shared/tools/apibench/run" ]; then
-  echo "no $shared/tools/apibench: skipping the apibench comparison"
-  exit 0
-fi
-
-echo "== apibench $* against lapis"
+echo "== building lapis, the benchmarks and apibench"
 go build -o "$work/lapis" ./cmd/lapis
-"$work/lapis" serve --data-dir "$work/lapis-data" --listen 127.0.0.1:0 >"$work/lapis.log" 2>&1 &
-lapis_pid=$!
-for _ in $(seq 1 600); do
-  [ -f "$work/lapis-data/kubeconfig" ] && break
-  kill -0 "$lapis_pid" 2>/dev/null || { cat "$work/lapis.log"; echo "lapis exited" >&2; exit 1; }
-  sleep 0.1
-done
-[ -f "$work/lapis-data/kubeconfig" ] || { cat "$work/lapis.log"; echo "lapis did not become ready" >&2; exit 1; }
-TMPDIR=$work bash "$shared/tools/apibench/run" "$work/lapis-data/kubeconfig" "$@" | tee "$work/lapis.txt"
-kill "$lapis_pid" && wait "$lapis_pid" 2>/dev/null || true
-lapis_pid=
+go test -c -o "$work/bench.test" ./test/bench/
+(cd "$shared/tools/apibench" && go build -o "$work/apibench" .)
+workload='BenchmarkServerSideApply|BenchmarkGet|BenchmarkList|BenchmarkWatchFanout|BenchmarkDeployment'
 
-have_reference=
-if [ "${REFERENCE:-1}" != 0 ] && [ -f "$shared/reference/reference-server" ]; then
-  echo
-  echo "== apibench $* against the reference (REFERENCE_FSYNC=1)"
-  reference_dir=$work/reference
-  if kubeconfig=$(REFERENCE_FSYNC=1 bash "$shared/reference/reference-server" start "$reference_dir" 2>"$work/reference.err"); then
-    TMPDIR=$work bash "$shared/tools/apibench/run" "$kubeconfig" "$@" | tee "$work/reference.txt"
-    have_reference=1
-  else
-    echo "reference server did not start: $(tail -n 3 "$work/reference.err")"
-  fi
-  stop_reference
-fi
+# measure NAME KUBECONFIG PID...: the workload against one server; results to $work/NAME.txt as
+# "metric value" lines.
+measure() {
+  local name=$1 kc=$2
+  shift 2
+  echo "== benchmarks against $name (-benchtime $benchtime)"
+  LAPIS_BENCH_KUBECONFIG=$kc LAPIS_BENCH_PID=$1 "$work/bench.test" -test.run '^$' -test.bench "$workload" \
+    -test.benchtime "$benchtime" -test.timeout 60m | grep '^Benchmark' | tee "$work/$name.bench"
+  echo "== apibench ${apibench_flags[*]} against $name"
+  "$work/apibench" -kubeconfig "$kc" "${apibench_flags[@]}" | tee "$work/$name.apibench"
+  echo "rss-after-run-mib $(rss_mib "$@")" >>"$work/$name.txt"
+  benchlines "$work/$name.bench" >>"$work/$name.txt"
+  apibenchlines "$work/$name.apibench" >>"$work/$name.txt"
+}
 
-# Side by side: one row per operation, throughput and p50/p99 latency of each server.
-echo
-[ -n "$have_reference" ] || : >"$work/reference.txt"
-awk '
-  function row(line,   f, i, out) {
-    n = split(line, f, " ")
-    out = sprintf("%11s", f[3])
-    for (i = 1; i <= n; i++) if (f[i] ~ /^p(50|99)=/) out = out sprintf(" %12s", substr(f[i], 5))
-    return out
-  }
-  FNR == 1 { file++ }
-  file == 1 { order[++rows] = $1; lapis[$1] = row($0) }
-  file == 2 { ref[$1] = row($0) }
-  END {
-    printf "%-28s %11s %12s %12s   %11s %12s %12s\n", "operation", "lapis ops/s", "p50", "p99", "ref ops/s", "p50", "p99"
-    for (i = 1; i <= rows; i++) {
-      k = order[i]
-      printf "%-28s %s   %s\n", k, lapis[k], (k in ref) ? ref[k] : sprintf("%11s", "-")
+# benchlines FILE: "Benchmark/sub:unit value" for each metric of each benchmark line.
+benchlines() {
+  awk '/^Benchmark/ { name = $1; sub(/-[0-9]+$/, "", name); for (i = 3; i < NF; i += 2) print name ":" $(i+1), $i }' "$1"
+}
+
+# apibenchlines FILE: "apibench/op:ops/s", ":p50-ms" and ":p99-ms" of each apibench row.
+apibenchlines() {
+  awk '
+    function ms(d) {
+      if (d ~ /µs$/) return substr(d, 1, length(d) - 2) / 1000
+      if (d ~ /ms$/) return substr(d, 1, length(d) - 2) + 0
+      if (d ~ /ns$/) return substr(d, 1, length(d) - 2) / 1e6
+      if (d ~ /s$/) return substr(d, 1, length(d) - 1) * 1000
+      return d + 0
     }
-  }' "$work/lapis.txt" "$work/reference.txt"
+    $2 ~ /^ops=/ {
+      print "apibench/" $1 ":ops/s", $3
+      for (i = 4; i <= NF; i++) {
+        if ($i ~ /^p50=/) print "apibench/" $1 ":p50-ms", ms(substr($i, 5))
+        if ($i ~ /^p99=/) print "apibench/" $1 ":p99-ms", ms(substr($i, 5))
+      }
+    }' "$1"
+}
+
+: >"$work/lapis.txt"
+: >"$work/kube.txt"
+start_lapis "$work/lapis" lapis
+measure lapis "$work/lapis-data/kubeconfig" "$lapis_pid"
+stop_lapis
+
+kube_dir=$work/kube
+if [ "${KUBE:-1}" != 0 ] && kubeconfig=$(start_kube); then
+  measure kube "$kubeconfig" "$(cat "$kube_dir/kube-apiserver.pid")" "$(cat "$kube_dir/etcd.pid")"
+fi
+stop_kube
+
+echo "== lapis alone: start, idle, restart on 100 000 objects, 512 KiB objects"
+start_lapis "$work/lapis" idle
+echo "ready-ms $ready_ms" >>"$work/lapis.txt"
+sleep "$idle"
+echo "idle-rss-mib $(rss_mib "$lapis_pid")" >>"$work/lapis.txt"
+echo "idle RSS: $(rss_split "$lapis_pid") MiB"
+stop_lapis
+"$work/bench.test" -test.run '^$' -test.bench 'BenchmarkStartup' -test.benchtime 3x -test.timeout 30m |
+  grep '^Benchmark' | tee "$work/startup.bench"
+benchlines "$work/startup.bench" >>"$work/lapis.txt"
+start_lapis "$work/lapis" large
+LAPIS_BENCH_KUBECONFIG=$work/large-data/kubeconfig LAPIS_BENCH_PID=$lapis_pid "$work/bench.test" -test.run '^$' \
+  -test.bench 'BenchmarkLargeObjects' -test.benchtime "${LARGE_ROUNDS:-200}x" -test.timeout 30m |
+  grep '^Benchmark' | tee "$work/large.bench"
+benchlines "$work/large.bench" >>"$work/lapis.txt"
+stop_lapis
+
+echo
+echo "== $(nproc) cores, $(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(date -u +%Y-%m-%d)"
+awk '
+  FNR == 1 { file++ }
+  { v[file, $1] = $2; if (file == 1 && !seen[$1]++) order[++rows] = $1 }
+  function has(k) { return (1, k) in v }
+  function ratio(k) { return ((2, k) in v) && v[2, k] > 0 ? v[1, k] / v[2, k] : -1 }
+  # check WHAT GOT OP WANT: one goal; a ratio of -1 means kube-apiserver was not measured.
+  function check(what, got, op, want,   ok) {
+    if (got == "") { printf "%-66s %10s    %s %-7s %s\n", what, "-", op, want, "MISSED (not measured)"; missed++; return }
+    if (got == -1) { printf "%-66s %10s    %s %-7s %s\n", what, "-", op, want, "(no kube-apiserver numbers)"; return }
+    ok = (op == ">=") ? got >= want : got <= want
+    printf "%-66s %10.2f    %s %-7s %s\n", what, got, op, want, ok ? "ok" : "MISSED"
+    if (!ok) missed++
+  }
+  # throughput K (ratio >= want) and its p99 (lapis/kube <= 1/3) when P99 names it.
+  function fast(what, k, want, p99) {
+    check(what " (lapis/kube)", ratio(k), ">=", want)
+    if (p99 != "") check(what " p99 (lapis/kube)", ratio(p99), "<=", 0.33)
+  }
+  END {
+    printf "%-58s %12s %12s %10s\n", "metric", "lapis", "kube", "lapis/kube"
+    for (r = 1; r <= rows; r++) {
+      k = order[r]
+      printf "%-58s %12s %12s %10s\n", k, v[1, k], ((2, k) in v) ? v[2, k] : "-", ratio(k) < 0 ? "-" : sprintf("%.2f", ratio(k))
+    }
+    print ""
+    split("ssa-create ssa-update-change ssa-noop ssa-second-manager merge-patch", ops, " ")
+    for (i = 1; i <= 5; i++) fast("apibench " ops[i] " ops/s", "apibench/" ops[i] ":ops/s", 5, "apibench/" ops[i] ":p99-ms")
+    fast("Deployment server-side apply applies/s", "BenchmarkDeploymentApply/clients-16:applies/s", 5, "BenchmarkDeploymentApply/clients-16:p99-ms")
+    fast("custom resource server-side apply applies/s", "BenchmarkServerSideApply/clients-16:applies/s", 5, "BenchmarkServerSideApply/clients-16:p99-ms")
+    fast("apibench get ops/s", "apibench/get:ops/s", 10, "")
+    fast("get gets/s (8 clients)", "BenchmarkGet/clients-8:gets/s", 10, "")
+    fast("list of 2000, JSON bytes objects/s", "BenchmarkList/2000/all-raw:objects/s", 50, "")
+    fast("list of 2000, Table bytes objects/s", "BenchmarkList/2000/table-raw:objects/s", 20, "")
+    fast("list of 2000 by 500, JSON bytes objects/s", "BenchmarkList/2000/limit500-raw:objects/s", 20, "")
+    fast("watch fan-out events/s", "BenchmarkWatchFanout/watchers-100:events/s", 3, "")
+    check("watch fan-out p99 from acknowledgement (ms)", v[1, "BenchmarkWatchFanout/watchers-100:p99-ms"], "<=", 10)
+    check("RSS after the run (lapis/(kube-apiserver+etcd))", ratio("rss-after-run-mib"), "<=", 0.2)
+    check("RSS at idle (MiB)", v[1, "idle-rss-mib"], "<=", 60)
+    check("start to ready, embedded etcd (ms)", v[1, "ready-ms"], "<=", 300)
+    check("restart to ready on 100 000 objects (ms)", v[1, "BenchmarkStartup/objects-100000:ready-ms"], "<=", 3000)
+    check("peak RSS, 20 objects of 512 KiB rewritten (MiB)", v[1, "BenchmarkLargeObjects/20x512KiB:peak-rss-mib"], "<=", 500)
+    exit missed > 0
+  }' "$work/lapis.txt" "$work/kube.txt"
