@@ -25,58 +25,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lapis-kube-bench.XXXXXX")
 baseline=${BASELINE:-fbddeee}
 benchtime=${BENCHTIME:-3s}
 idle=${IDLE:-10}
-lapis_pid=
-kube_dir=
-
-stop_lapis() {
-  [ -n "$lapis_pid" ] || return 0
-  kill "$lapis_pid" 2>/dev/null || true
-  wait "$lapis_pid" 2>/dev/null || true
-  lapis_pid=
-}
-
-stop_kube() {
-  [ -n "$kube_dir" ] || return 0
-  local pids
-  pids=$(cat "$kube_dir"/*.pid 2>/dev/null || true)
-  bash "$shared/reference/kube-reference" stop "$kube_dir" >/dev/null 2>&1 || true
-  for _ in $(seq 1 100); do
-    local alive=
-    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ -z "$alive" ] && break
-    sleep 0.1
-  done
-  kube_dir=
-}
-
-cleanup() {
-  stop_lapis
-  stop_kube
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$repo/test/bench/lib.sh"
+trap 'stop_all; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-
-# start_lapis BIN NAME: starts BIN on a fresh data dir and waits for its kubeconfig.
-start_lapis() {
-  local bin=$1 name=$2
-  "$bin" serve --data-dir "$work/$name-data" --listen 127.0.0.1:0 >"$work/$name.log" 2>&1 &
-  lapis_pid=$!
-  for _ in $(seq 1 600); do
-    [ -f "$work/$name-data/kubeconfig" ] && return 0
-    kill -0 "$lapis_pid" 2>/dev/null || { tail -n 20 "$work/$name.log"; echo "$name exited" >&2; exit 1; }
-    sleep 0.1
-  done
-  tail -n 20 "$work/$name.log"; echo "$name did not become ready" >&2; exit 1
-}
-
-# rss_mib PID: resident memory in MiB, the median of 5 readings a second apart.
-rss_mib() {
-  for _ in 1 2 3 4 5; do
-    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
-    sleep 1
-  done | sort -n | sed -n 3p | awk '{ printf "%.1f", $1 / 1024 }'
-}
 
 # bench NAME KUBECONFIG: runs the Deployment benchmarks against the server KUBECONFIG names.
 bench() {
@@ -97,11 +49,6 @@ if [ -z "$before" ]; then
   rm -rf "$work/baseline"
   before=$work/lapis-before
 fi
-
-# rss_split PID: anonymous (heap, stacks) and file-backed (the binary's pages) resident memory.
-rss_split() {
-  awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { printf "anon %.1f + file %.1f", a / 1024, f / 1024 }' "/proc/$1/status"
-}
 
 # A Go server's RSS at idle depends on when its last GC ran: each binary is started REPEAT
 # times, alternately, and the median reading kept. Its file-backed part depends on how the
@@ -137,13 +84,11 @@ stop_lapis
 have_kube=
 if [ "${KUBE:-1}" != 0 ]; then
   kube_dir=$work/kube
-  if kubeconfig=$(KCM=0 REFERENCE_FSYNC=1 bash "$shared/reference/kube-reference" start "$kube_dir" 2>"$work/kube.err"); then
+  if kubeconfig=$(start_kube); then
     echo
     bench kube "$kubeconfig"
     echo "kube-apiserver RSS after the benchmarks: $(rss_mib "$(cat "$kube_dir/kube-apiserver.pid")") MiB"
     have_kube=1
-  else
-    echo "kube-reference did not start: $(tail -n 3 "$work/kube.err")"
   fi
   stop_kube
 fi
