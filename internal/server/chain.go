@@ -93,14 +93,24 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	handler = withInflightLimit(handler, s.cfg) // --max-requests-inflight: kube's place for it
 	handler = impersonation.WithConstrainedImpersonation(handler, id.authz, codecs)
 	// As kube-apiserver's DefaultBuildHandlerChain: audit right inside authentication (401s
-	// audited by the failed-authentication handler), request logs (-v=3) outside it, the
-	// audit ID (Audit-Id header) given first.
+	// audited by the failed-authentication handler), then the request deadline, request logs
+	// (-v=3) outside it (a 504 is logged), the audit ID (Audit-Id header) given first.
 	handler = s.audit.WithAudit(handler)
 	handler = genericfilters.WithAuthentication(handler, id.authn, s.audit.WithFailedAuthenticationAudit(genericfilters.Unauthorized(codecs)), id.audiences, nil)
+	// Panics are answered inside the deadline's goroutine: withRequestTimeout passes on only
+	// http.ErrAbortHandler.
+	handler = s.recoverPanics(handler)
+	handler = withRequestTimeout(handler, s.cfg.RequestTimeout)
 	handler = httplog.WithLogging(handler, httplog.DefaultStacktracePred)
 	handler = genericfilters.WithRequestInfo(handler, requestInfoResolver)
 	handler = genericfilters.WithRequestReceivedTimestamp(handler)
 	handler = audit.WithAuditInit(handler)
+	return s.recoverPanics(handler)
+}
+
+// recoverPanics answers a handler's panic with a 500 (http.ErrAbortHandler goes on: it ends
+// the connection).
+func (s *Server) recoverPanics(handler http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {

@@ -194,7 +194,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return fail(err)
 	}
 	s.http = &http.Server{
-		Handler:   withRequestTimeout(s.chain(id, cat), cfg.RequestTimeout),
+		Handler:   s.chain(id, cat), // with the request timeout in kube's place
 		TLSConfig: tlsConfig,
 		// As kube-apiserver: no WriteTimeout, which would end watches; withRequestTimeout
 		// bounds the other requests.
