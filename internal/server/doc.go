@@ -1,6 +1,7 @@
 // Package server assembles lapis and serves it: it opens storage, builds the resource
 // catalogue, starts lapis's own controllers (CRDs, namespaces, compaction), listens with TLS,
 // writes the admin kubeconfig, and runs every request through the same chain:
-// recover → authenticate → authorize → count (internal/metrics) → route (health, /metrics,
-// discovery, OpenAPI, or a resource verb).
+// audit ID → request info → request log (-v=3) → deadline → authenticate → audit
+// (internal/audit) → impersonate → authorize → count (internal/metrics) → route (health,
+// /metrics, discovery, OpenAPI, or a resource verb).
 package server
