@@ -2,6 +2,6 @@
 // catalogue, starts lapis's own controllers (CRDs, namespaces, compaction), listens with TLS,
 // writes the admin kubeconfig, and runs every request through the same chain:
 // audit ID → request info → request log (-v=3) → deadline → authenticate → audit
-// (internal/audit) → impersonate → in-flight limit → authorize → count (internal/metrics) → route (health,
-// /metrics, discovery, OpenAPI, or a resource verb).
+// (internal/audit) → impersonate → in-flight limit → authorize → count (internal/metrics) →
+// route (health, /metrics, discovery, OpenAPI, or a resource verb).
 package server
