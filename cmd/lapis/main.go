@@ -1,5 +1,7 @@
 // Command lapis is a Kubernetes-compatible API server: `lapis serve` starts it, `lapis kubectl`
-// runs the bundled kubectl against it, `lapis version` prints its version.
+// runs the bundled kubectl against it, `lapis version` prints its version. Started as
+// `kube-apiserver`, `etcd` or `kubectl` (`lapis envtest-assets DIR` makes those links, for
+// envtest's KUBEBUILDER_ASSETS) it is that program, with that program's command line.
 package main
 
 import (
