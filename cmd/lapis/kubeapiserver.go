@@ -116,6 +116,11 @@ func addIgnoredKubeFlags(fs *pflag.FlagSet) {
 	}
 }
 
+// controllerManagerEnv, set to true, makes lapis started as kube-apiserver also run the
+// kube-controller-manager controllers `lapis serve` runs (garbage collection, namespace
+// deletion, kube-root-ca.crt, ...), which envtest's kube-apiserver has not.
+const controllerManagerEnv = "LAPIS_CONTROLLER_MANAGER"
+
 // kubeAPIServer runs lapis as `kube-apiserver` with kube-apiserver's command line (the one
 // envtest passes, among others). Its data is kept in a temporary directory removed on exit:
 // kube-apiserver has no data directory of its own, only etcd.
@@ -151,6 +156,9 @@ func kubeAPIServer(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(dir)
 	cfg.DataDir = dir
+	if on, _ := strconv.ParseBool(os.Getenv(controllerManagerEnv)); on {
+		cfg.KubeAPIServerOnly = false
+	}
 	log, err := k.logs.apply(stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
@@ -204,6 +212,9 @@ func parseKubeAPIServer(fs *pflag.FlagSet, args []string) (server.Config, *kubeA
 		return cfg, k, fmt.Errorf("no arguments are accepted, got %q", fs.Args())
 	}
 	cfg.NoAnonymousAuth = !anonymousAuth
+	// As envtest's kube-apiserver, without kube-controller-manager: what passes there passes
+	// here (no kube-root-ca.crt appears in namespaces, no garbage is collected, ...).
+	cfg.KubeAPIServerOnly = true
 	if err := k.apply(fs, &cfg); err != nil {
 		return cfg, k, err
 	}

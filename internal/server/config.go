@@ -74,6 +74,12 @@ type Config struct {
 	// 429 TooManyRequests, as kube-apiserver's --max-requests-inflight and
 	// --max-mutating-requests-inflight (without API Priority and Fairness). 0: no limit.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// KubeAPIServerOnly runs lapis as kube-apiserver alone, as envtest starts it: none of the
+	// kube-controller-manager controllers lapis otherwise runs (namespace deletion, garbage
+	// collection, kube-root-ca.crt, legacy token Secrets, ClusterRole aggregation, ResourceQuota
+	// and ValidatingAdmissionPolicy status). The default ServiceAccount is still made: lapis's
+	// admission chain always has kube's ServiceAccount plugin, which needs it.
+	KubeAPIServerOnly bool
 }
 
 // Defaults as documented for `lapis serve`.

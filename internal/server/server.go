@@ -29,14 +29,9 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/controllers/apf"
-	"github.com/lapis-dev/lapis/internal/controllers/clusterroleaggregation"
-	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
-	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
-	"github.com/lapis-dev/lapis/internal/controllers/tokens"
 	"github.com/lapis-dev/lapis/internal/crd"
-	"github.com/lapis-dev/lapis/internal/gc"
-	"github.com/lapis-dev/lapis/internal/namespace"
+	"github.com/lapis-dev/lapis/internal/leader"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/watchcache"
@@ -57,6 +52,7 @@ type Server struct {
 	shutdownOnce sync.Once
 	unlock       func() // releases the data directory
 	audit        *audit.Auditing
+	leader       *leader.Elector // runs the singleton work while this lapis holds its Lease
 }
 
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
@@ -141,14 +137,16 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := crds.Start(runCtx); err != nil {
 		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
 	}
-	go namespace.NewController(s.objects, log).Run(runCtx)
-	go gc.New(s.objects, log).Run(runCtx)
+	// kube-controller-manager's controllers run unless lapis is kube-apiserver alone (envtest).
+	// Namespace deletion, garbage collection, the default ServiceAccount and compaction run on
+	// the replica holding the controllers' Lease (startSingletons, once lapis serves).
+	kcm := !cfg.KubeAPIServerOnly
 	go apf.Run(runCtx, s.objects, log)
-	// What kube-controller-manager puts in every namespace: the default ServiceAccount and the
-	// CA that verifies lapis (the one its kubeconfig trusts).
-	go serviceaccount.NewController(s.objects, log).Run(runCtx)
-	go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
-	go store.RunCompactor(runCtx, storage.CompactionPolicy{Interval: cfg.EtcdCompactionInterval, HistoryBytes: cfg.EtcdHistoryBytes}, log, caches.Compacted)
+	// What kube-controller-manager puts in every namespace: the CA that verifies lapis (the one
+	// its kubeconfig trusts). Every replica adds its own CA to the bundle.
+	if kcm {
+		go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
+	}
 
 	s.listener, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -229,30 +227,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			}
 		}()
 	}
-	// kube-controller-manager's clusterrole-aggregation controller fills aggregated roles.
-	go clusterroleaggregation.Run(runCtx, lb.client, lb.factory)
 	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
-	// kube-controller-manager's ValidatingAdmissionPolicy status controller (type checking).
-	go func() {
-		if err := lapisadmission.RunPolicyStatus(runCtx, lapisadmission.Options{Client: lb.client, Factory: lb.factory}); err != nil && runCtx.Err() == nil {
-			log.Error("ValidatingAdmissionPolicy status controller stopped", "err", err)
-		}
-	}()
-	// kube-controller-manager's token controller fills legacy ServiceAccount token Secrets.
-	go func() {
-		if err := tokens.Run(runCtx, lb.client, lb.factory, authenticator.LegacyTokenGenerator(), creds.CAPEM); err != nil && runCtx.Err() == nil {
-			log.Error("ServiceAccount token controller stopped", "err", err)
-		}
-	}()
+	// kube-controller-manager's controllers, and compaction, on one replica at a time.
+	if s.leader, err = s.startSingletons(runCtx, singletons{lb: lb, authenticator: authenticator, creds: creds, store: store, caches: caches}); err != nil {
+		s.Shutdown(context.Background())
+		return nil, err
+	}
 	s.ready.Store(true)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
-	// kube-controller-manager's resourcequota controller, over the loopback: quota admission
-	// refuses writes until it has computed a quota's status. It starts with the first quota.
-	go func() {
-		if err := quota.RunOnceNeeded(runCtx, s.objects, lb.config, lb.factory, log); err != nil {
-			log.Error("resource quota controller not running", "err", err)
-		}
-	}()
 	if !stopOnCancel() {
 		s.Shutdown(context.Background())
 		return nil, fmt.Errorf("stopped while starting: %w", context.Cause(ctx))
@@ -316,6 +298,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	// No client should find a kubeconfig of a server that is going away.
 	kubeconfigErr := removeKubeconfig(s.cfg.DataDir)
+	s.stopSingletons()
 	shutdownErr := make(chan error, 1)
 	go func() { shutdownErr <- s.http.Shutdown(ctx) }()
 	// Watches never become idle: end them so Shutdown can finish. Other in-flight requests

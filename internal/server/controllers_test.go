@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestKubeAPIServerOnly: as kube-apiserver alone (envtest's), lapis runs none of
+// kube-controller-manager's controllers but the ServiceAccount one: no kube-root-ca.crt, a
+// deleted namespace stays Terminating, owned objects are not collected.
+func TestKubeAPIServerOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", KubeAPIServerOnly: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alone"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	owner, err := cs.CoreV1().ConfigMaps("alone").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owned", OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID}}}}
+	if _, err := cs.CoreV1().ConfigMaps("alone").Create(ctx, owned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The default ServiceAccount still comes: kube's ServiceAccount admission needs it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := cs.CoreV1().ServiceAccounts("alone").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("default ServiceAccount: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cs.CoreV1().ConfigMaps("alone").Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "alone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if _, err := cs.CoreV1().ConfigMaps("alone").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-root-ca.crt: %v, want NotFound", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("alone").Get(ctx, "owned", metav1.GetOptions{}); err != nil {
+		t.Errorf("owned ConfigMap collected without kube-controller-manager: %v", err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "alone", metav1.GetOptions{})
+	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating {
+		t.Errorf("deleted namespace: %v %v, want it Terminating", ns.Status.Phase, err)
+	}
+}
