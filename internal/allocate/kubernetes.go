@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -41,6 +42,18 @@ type KubernetesService struct {
 	serviceIP net.IP
 	publicIP  net.IP
 	port      int
+	// peers, when set, lists the live API servers sharing the storage (host:port), as the
+	// lease endpoint reconciler's master leases do; this one is listed whatever it says.
+	peers func(context.Context) ([]string, error)
+}
+
+// UsePeers makes the Endpoints and EndpointSlice list every live API server peers tells of,
+// not this one alone. It must be called before Run.
+func (k *KubernetesService) UsePeers(peers func(context.Context) ([]string, error)) { k.peers = peers }
+
+// Address is where this API server is reached (host:port), as its endpoint says.
+func (k *KubernetesService) Address() string {
+	return net.JoinHostPort(k.publicIP.String(), strconv.Itoa(k.port))
 }
 
 // NewKubernetesService is the controller for a lapis serving at addr.
@@ -117,13 +130,25 @@ func (k *KubernetesService) syncService(ctx context.Context, r *catalog.Resource
 	return err
 }
 
-// syncEndpoints is the lease reconciler's doReconcile with lapis as the one API server, and
-// kube's EndpointsAdapter mirroring the Endpoints into the EndpointSlice.
+// syncEndpoints is the lease reconciler's doReconcile, the live API servers being this one and
+// its peers, and kube's EndpointsAdapter mirroring the Endpoints' first subset into the
+// EndpointSlice. API servers normally share a port (one subset); one subset per port otherwise.
 func (k *KubernetesService) syncEndpoints(ctx context.Context, endpoints, slices *catalog.Resource) error {
-	ports := []any{map[string]any{"name": "https", "port": int64(k.port), "protocol": "TCP"}}
+	byPort, err := k.live(ctx)
+	if err != nil {
+		return err
+	}
+	var subsets []any
+	for _, port := range sortedKeys(byPort) {
+		addresses := make([]any, 0, len(byPort[port]))
+		for _, ip := range byPort[port] {
+			addresses = append(addresses, map[string]any{"ip": ip})
+		}
+		subsets = append(subsets, map[string]any{"addresses": addresses, "ports": httpsPorts(port)})
+	}
 	wantEndpoints := map[string]any{
 		"labels":  map[string]any{"endpointslice.kubernetes.io/skip-mirror": "true"},
-		"subsets": []any{map[string]any{"addresses": []any{map[string]any{"ip": k.publicIP.String()}}, "ports": ports}},
+		"subsets": subsets,
 	}
 	if err := k.ensure(ctx, endpoints, "Endpoints", "v1", wantEndpoints); err != nil {
 		return err
@@ -132,13 +157,61 @@ func (k *KubernetesService) syncEndpoints(ctx context.Context, endpoints, slices
 	if netutils.IsIPv6(k.publicIP) {
 		addressType = "IPv6"
 	}
+	first := sortedKeys(byPort)[0]
+	var sliceEndpoints []any
+	for _, ip := range byPort[first] {
+		if netutils.IsIPv6String(ip) == (addressType == "IPv6") {
+			sliceEndpoints = append(sliceEndpoints, map[string]any{"addresses": []any{ip}, "conditions": map[string]any{"ready": true}})
+		}
+	}
 	wantSlice := map[string]any{
 		"labels":      map[string]any{"kubernetes.io/service-name": KubernetesServiceName},
 		"addressType": addressType,
-		"endpoints":   []any{map[string]any{"addresses": []any{k.publicIP.String()}, "conditions": map[string]any{"ready": true}}},
-		"ports":       ports,
+		"endpoints":   sliceEndpoints,
+		"ports":       httpsPorts(first),
 	}
 	return k.ensure(ctx, slices, "EndpointSlice", "discovery.k8s.io/v1", wantSlice)
+}
+
+// live is the live API servers' IPs (sorted) by port, this one always among them.
+func (k *KubernetesService) live(ctx context.Context) (map[int][]string, error) {
+	addrs := []string{k.Address()}
+	if k.peers != nil {
+		peers, err := k.peers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("live API servers: %w", err)
+		}
+		addrs = append(addrs, peers...)
+	}
+	byPort := map[int][]string{}
+	for _, a := range addrs {
+		host, portText, err := net.SplitHostPort(a)
+		ip := netutils.ParseIPSloppy(host)
+		port, perr := strconv.Atoi(portText)
+		if err != nil || perr != nil || ip == nil {
+			continue // not an address: skipped, as the reconciler skips bad master leases
+		}
+		if !slices.Contains(byPort[port], ip.String()) {
+			byPort[port] = append(byPort[port], ip.String())
+		}
+	}
+	for _, ips := range byPort {
+		slices.Sort(ips)
+	}
+	return byPort, nil
+}
+
+func sortedKeys(m map[int][]string) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func httpsPorts(port int) []any {
+	return []any{map[string]any{"name": "https", "port": int64(port), "protocol": "TCP"}}
 }
 
 // ensure creates default/kubernetes of r with the top-level fields want (labels go into

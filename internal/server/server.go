@@ -234,6 +234,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.ready.Store(true)
+	startIdentity(runCtx, lb.client, kubernetesService)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
 	if !stopOnCancel() {
 		s.Shutdown(context.Background())

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/informers"
 
+	"github.com/lapis-dev/lapis/internal/apiserverid"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
@@ -48,6 +49,10 @@ func (s *Server) startSingletons(ctx context.Context, d singletons) (*leader.Ele
 		}},
 		// The default ServiceAccount runs even as kube-apiserver alone: admission's ServiceAccount
 		// plugin needs it.
+		// kube runs it on every API server; once is enough, and deletes nothing twice.
+		{Name: "apiserver lease gc", Run: func(ctx context.Context) {
+			apiserverid.RunGC(ctx, d.lb.client, apiserverid.GCPeriod)
+		}},
 		{Name: "serviceaccount", Run: func(ctx context.Context) { serviceaccount.NewController(s.objects, s.log).Run(ctx) }},
 	}
 	if !s.cfg.KubeAPIServerOnly {
