@@ -27,6 +27,9 @@ type Credentials struct {
 	ClientCert []byte // admin client certificate (PEM)
 	ClientKey  []byte // admin client key (PEM)
 	AdminToken string
+	// LoopbackToken is this process's own bearer token, for its loopback client: new at every
+	// start and never written down, as kube-apiserver's privileged loopback token.
+	LoopbackToken string
 }
 
 // LoadOrCreate reads the credentials under dir, creating what is missing. The serving
@@ -51,6 +54,9 @@ func LoadOrCreate(dir string, host string) (*Credentials, error) {
 		return nil, err
 	}
 	if c.AdminToken, err = loadOrCreateToken(filepath.Join(pki, "admin.token")); err != nil {
+		return nil, err
+	}
+	if c.LoopbackToken, err = newToken(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -231,12 +237,19 @@ func loadOrCreateToken(path string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
+	token, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	return token, writeFiles(map[string][]byte{path: []byte(token + "\n")})
+}
+
+func newToken() (string, error) {
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {
 		return "", err
 	}
-	token := hex.EncodeToString(buf)
-	return token, writeFiles(map[string][]byte{path: []byte(token + "\n")})
+	return hex.EncodeToString(buf), nil
 }
 
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {

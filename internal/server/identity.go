@@ -26,7 +26,8 @@ func newAuthenticator(cfg Config, creds *auth.Credentials) (*authn.Authenticator
 		}
 	}
 	return authn.New(authn.Config{
-		ClientCAs: clientCAs, AdminToken: creds.AdminToken, TokenAuthFile: cfg.TokenAuthFile, Anonymous: !cfg.NoAnonymousAuth,
+		ClientCAs: clientCAs, AdminToken: creds.AdminToken, LoopbackToken: creds.LoopbackToken,
+		TokenAuthFile: cfg.TokenAuthFile, Anonymous: !cfg.NoAnonymousAuth,
 		ServiceAccounts: authn.ServiceAccountConfig{
 			DataDir: cfg.DataDir, SigningKeyFile: cfg.ServiceAccountSigningKeyFile, KeyFiles: cfg.ServiceAccountKeyFiles,
 			Issuers: cfg.ServiceAccountIssuers, MaxTokenExpiration: cfg.ServiceAccountMaxTokenExpiration,

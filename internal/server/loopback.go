@@ -20,7 +20,7 @@ import (
 )
 
 // loopback is what kube-apiserver's admission plugins read through: informers over a client of
-// this server itself (kube-apiserver's loopback client), as the admin.
+// this server itself (kube-apiserver's loopback client), as system:apiserver.
 type loopback struct {
 	chain   atomic.Pointer[admission.Interface]
 	factory informers.SharedInformerFactory
@@ -39,11 +39,12 @@ func (l *loopback) chainOrNil() admission.Interface {
 }
 
 // connect makes the loopback client and the informer factory of a server listening at addr,
-// reached with tlsConfig (the loopback certificate's, servingTLS) as the admin.
+// reached with tlsConfig (the loopback certificate's, servingTLS) as system:apiserver (the
+// process's loopback token), so that its requests are not taken for the admin's in audit logs.
 func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig rest.TLSClientConfig) error {
 	cfg := &rest.Config{
 		Host:            "https://" + addr.String(),
-		BearerToken:     creds.AdminToken,
+		BearerToken:     creds.LoopbackToken,
 		TLSClientConfig: tlsConfig,
 		ContentConfig:   rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		UserAgent:       "lapis/loopback",

@@ -3,6 +3,7 @@ package authn
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"net/http"
 	"time"
 
@@ -121,12 +122,19 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 		// An error of the chain (a bad bearer token) is not anonymous.
 		a.request = union.NewFailOnError(a.request, anonymous.NewAuthenticator(nil))
 	}
+	// The admin and loopback tokens go in front of the chain, as kube-apiserver's privileged
+	// loopback token does (so a bad token's error reads as kube's, "[invalid bearer token, ...]").
+	privileged := map[string]*user.DefaultInfo{}
 	if cfg.AdminToken != "" {
-		// The admin token is lapis's loopback token too: it goes in front of the chain as
-		// kube-apiserver's privileged loopback token does (so a bad token's error reads as
-		// kube's, "[invalid bearer token, ...]").
-		admin := map[string]*user.DefaultInfo{cfg.AdminToken: {Name: AdminUser, Groups: []string{AdminGroup, user.AllAuthenticated}}}
-		a.request = union.New(authenticatorfactory.NewFromTokens(admin, a.audiences), a.request)
+		privileged[cfg.AdminToken] = &user.DefaultInfo{Name: AdminUser, Groups: []string{AdminGroup, user.AllAuthenticated}}
+	}
+	if cfg.LoopbackToken != "" {
+		// kube-apiserver's loopback user, with a UID new at every start as kube's.
+		privileged[cfg.LoopbackToken] = &user.DefaultInfo{Name: user.APIServerUser, UID: string(uuid.NewUUID()),
+			Groups: []string{user.AllAuthenticated, user.SystemPrivilegedGroup}}
+	}
+	if len(privileged) > 0 {
+		a.request = union.New(authenticatorfactory.NewFromTokens(privileged, a.audiences), a.request)
 	}
 	return a, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -173,5 +174,24 @@ func TestUseServiceAccountsConcurrently(t *testing.T) {
 	wg.Wait()
 	if _, ok, err := a.AuthenticateRequest(request(bearer(token))); !ok {
 		t.Errorf("not authenticated once the getter is there: %v", err)
+	}
+}
+
+// The loopback token is kube-apiserver's privileged loopback user, system:apiserver with a UID,
+// not the admin: lapis's own requests read as its own in audit logs.
+func TestLoopbackToken(t *testing.T) {
+	const loopbackSecret = "loopback-secret"
+	a, err := New(Config{AdminToken: adminSecret, LoopbackToken: loopbackSecret, ServiceAccounts: ServiceAccountConfig{DataDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ok, err := a.AuthenticateRequest(request(bearer(loopbackSecret)))
+	got := outcomeOf(resp, ok, err)
+	if !ok || got.user != "system:apiserver" || got.uid == "" || !slices.Equal(got.groups, []string{"system:authenticated", "system:masters"}) {
+		t.Errorf("loopback token: %+v ok=%v, want system:apiserver with a UID in system:authenticated, system:masters", got, ok)
+	}
+	resp, ok, err = a.AuthenticateRequest(request(bearer(adminSecret)))
+	if got := outcomeOf(resp, ok, err); !ok || got.user != "admin" {
+		t.Errorf("admin token beside the loopback token: %+v ok=%v", got, ok)
 	}
 }

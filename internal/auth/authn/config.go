@@ -20,6 +20,9 @@ type Config struct {
 	ClientCAs *x509.CertPool
 	// AdminToken is lapis's admin bearer token (user "admin", group system:masters); "" for none.
 	AdminToken string
+	// LoopbackToken is the bearer token of lapis's own loopback client: user system:apiserver
+	// (group system:masters), as kube-apiserver's privileged loopback token; "" for none.
+	LoopbackToken string
 	// TokenAuthFile is a static token file in kube's CSV format (--token-auth-file).
 	TokenAuthFile string
 	// Anonymous lets requests without credentials through as system:anonymous (--anonymous-auth).
