@@ -111,7 +111,7 @@ echo
 echo "== $(nproc) cores, $(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(date -u +%Y-%m-%d)"
 awk '
   FNR == 1 { file++ }
-  { v[file, $1] = $2; if (file == 1 && !seen[$1]++) order[++rows] = $1 }
+  { v[file, $1] = $2; if (file == 1 && !seen[$1]++ && $1 !~ /:(ns\/op|objects\/op|MB\/op|pages\/op)$/) order[++rows] = $1 }
   function has(k) { return (1, k) in v }
   function ratio(k) { return ((2, k) in v) && v[2, k] > 0 ? v[1, k] / v[2, k] : -1 }
   # check WHAT GOT OP WANT: one goal; a ratio of -1 means kube-apiserver was not measured.
