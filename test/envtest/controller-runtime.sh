@@ -6,15 +6,18 @@
 # passed/failed/skipped on each and the seconds each suite took, then the specs that pass on
 # kube-apiserver and fail on lapis.
 #
-#   test/envtest/controller-runtime.sh [SUITE...]     # from the repository root; SUITE: client, cache, ...
+#   test/envtest/controller-runtime.sh [SUITE...]           # SUITE: envtest, builder, client, cache, ...
+#   test/envtest/controller-runtime.sh --report [SUITE...]  # reprint the table of the last run
 #
 # It copies controller-runtime's source from the Go module cache (downloading it with
 # `go mod download` if absent) into $CR_WORK (default /tmp/lapis-controller-runtime; kept between
 # runs so that compiled test binaries are reused — CR_REBUILD=1 recompiles them), builds lapis
 # (`go build ./cmd/lapis`), compiles each test package once (`go test -c`) and runs the binaries
-# one at a time, in their package directory, with -ginkgo.json-report. Ginkgo specs are counted
-# from those reports (an It is one spec); a package without a Ginkgo suite counts its top-level
-# Go tests instead.
+# one at a time, in their package directory, with -ginkgo.json-report. A spec is a Ginkgo It
+# (from those reports; pending Its count as skipped) or a leaf Go test of the package (a test
+# or subtest without subtests, other than the Go tests that run a Ginkgo suite). The seconds
+# are the wall time of a suite's test binaries (compilation excluded), envtest's start and stop
+# of the control plane included (several per suite).
 #
 # kube's binaries: kube-apiserver from $KUBE_REFERENCE_DIR (default
 # ~/.cache/kube-reference/v1.37.2, built by ../shared/reference/kube-reference), etcd from PATH
@@ -34,8 +37,92 @@ kubedir=${KUBE_REFERENCE_DIR:-$HOME/.cache/kube-reference/v1.37.2}
 timeout=${CR_TIMEOUT:-30m}
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-120s}
 export GOFLAGS=${GOFLAGS:--mod=mod} GOWORK=off
+out=$work/out
+report_only=
+if [ "${1:-}" = --report ]; then report_only=1; shift; fi
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(envtest builder client cache controller manager webhook)
+
+# report prints the table from $out, then the specs that pass on kube-apiserver and fail on
+# lapis. A spec is a Ginkgo It, or a leaf Go test (a test without subtests) other than the Go
+# tests that run a Ginkgo suite; pending Its count as skipped; a test binary that failed without
+# a failing test (a panic, a timeout) counts as one failure.
+report() {
+  python3 - "$out" "${suites[@]}" <<'PY'
+import json, os, re, sys
+out, suites = sys.argv[1], sys.argv[2:]
+
+def package(t, name):
+    """{spec: state} of one package's run on target t, or None when it did not run."""
+    log = os.path.join(out, t, name + ".log")
+    if not os.path.exists(log):
+        return None
+    res = {}
+    rep = os.path.join(out, t, name + ".json")
+    if os.path.exists(rep) and os.path.getsize(rep) > 0:
+        for suite in json.load(open(rep)):
+            for r in suite.get("SpecReports") or []:
+                if r.get("LeafNodeType") != "It":
+                    continue
+                st = r["State"]
+                st = st if st in ("passed", "skipped") else "skipped" if st == "pending" else "failed"
+                res[" > ".join((r.get("ContainerHierarchyTexts") or []) + [r["LeafNodeText"]])] = st
+    text = open(log, errors="replace").read()
+    runners, cur = set(), None
+    for line in text.splitlines():
+        m = re.match(r"=== RUN\s+(\S+)$", line)
+        if m and "/" not in m.group(1):
+            cur = m.group(1)
+        elif line.startswith("Running Suite:") and cur:
+            runners.add(cur)
+    tests = {}
+    for m in re.finditer(r"(?m)^\s*--- (PASS|FAIL|SKIP): (\S+)", text):
+        tests[m.group(2)] = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}[m.group(1)]
+    for n, st in tests.items():
+        if n.split("/")[0] in runners or any(o.startswith(n + "/") for o in tests):
+            continue
+        res["go test " + n] = st
+    if not re.search(r"(?m)^(PASS|ok)\b", text) and "failed" not in res.values():
+        res["(the test binary failed: see " + log + ")"] = "failed"
+    return res
+
+targets = ["lapis", "kube"]
+print("| suite | lapis passed / failed / skipped | kube-apiserver passed / failed / skipped | seconds on lapis | seconds on kube-apiserver |")
+print("|---|---|---|---|---|")
+regress, total = [], {t: [0, 0, 0] for t in targets}
+for suite in suites:
+    names = sorted({f[:-4] for t in targets if os.path.isdir(os.path.join(out, t))
+                    for f in os.listdir(os.path.join(out, t))
+                    if f.endswith(".log") and (f[:-4] == "pkg_" + suite or f.startswith("pkg_" + suite + "_"))})
+    row, runs = ["pkg/" + suite], {}
+    for t in targets:
+        runs[t] = {n: package(t, n) for n in names}
+        got = [r for r in runs[t].values() if r is not None]
+        if not got:
+            row.append("–")
+            continue
+        states = [s for r in got for s in r.values()]
+        c = [states.count(s) for s in ("passed", "failed", "skipped")]
+        total[t] = [a + b for a, b in zip(total[t], c)]
+        row.append(" / ".join(map(str, c)))
+    for t in targets:
+        f = os.path.join(out, t, "pkg_" + suite + ".secs")
+        row.append("%.0f" % float(open(f).read()) if os.path.exists(f) else "–")
+    print("| " + " | ".join(row) + " |")
+    for n in names:
+        k, l = runs["kube"].get(n), runs["lapis"].get(n)
+        if k and l:
+            pkg = "pkg/" + suite + n[len("pkg_" + suite):].replace("_", "/")
+            regress += [pkg + ": " + s for s, st in l.items() if st == "failed" and k.get(s) == "passed"]
+print("| total | " + " | ".join(" / ".join(map(str, total[t])) for t in targets) + " | | |")
+if os.path.isdir(os.path.join(out, "kube")) and os.path.isdir(os.path.join(out, "lapis")):
+    print("\nspecs that pass on kube-apiserver and fail on lapis: %d" % len(regress))
+    for r in regress:
+        print("  " + r)
+PY
+}
+
+if [ -n "$report_only" ]; then report | tee "$out/table.md"; exit; fi
 
 mkdir -p "$work"
 src=$work/src
@@ -70,9 +157,7 @@ if [[ " ${targets[*]} " == *" kube "* ]]; then
   fi
 fi
 
-out=$work/out
 mkdir -p "$work/bin"
-declare -A secs
 for suite in "${suites[@]}"; do
   pkgs=$(cd "$src" && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' "./pkg/$suite/...")
   for dir in $pkgs; do
@@ -94,55 +179,8 @@ for suite in "${suites[@]}"; do
       (cd "$dir" && KUBEBUILDER_ASSETS=$work/assets/$t "$work/bin/$name.test" -test.v -test.count=1 \
         -test.timeout="$timeout" -ginkgo.json-report="$out/$t/$name.json" >"$out/$t/$name.log" 2>&1) || true
     done
-    secs[$suite/$t]=$(echo "$(date +%s.%N) - $start" | bc)
+    echo "$(date +%s.%N) - $start" | bc >"$out/$t/pkg_$suite.secs"
   done
 done
 
-# count prints "passed failed skipped" for one target's packages of a suite.
-count() {
-  local t=$1 suite=$2 p=0 f=0 s=0 a b c
-  for log in "$out/$t"/pkg_"$suite".log "$out/$t"/pkg_"$suite"_*.log; do
-    [ -f "$log" ] || continue
-    json=${log%.log}.json
-    if [ -s "$json" ]; then
-      read -r a b c < <(jq -r '[.[].SpecReports[]? | select(.LeafNodeType=="It")] |
-        "\(map(select(.State=="passed"))|length) \(map(select(.State!="passed" and .State!="skipped" and .State!="pending"))|length) \(map(select(.State=="skipped" or .State=="pending"))|length)"' "$json")
-    else
-      a=$(grep -c '^--- PASS' "$log" || true); b=$(grep -c '^--- FAIL' "$log" || true); c=$(grep -c '^--- SKIP' "$log" || true)
-      # a test binary that failed without reporting a test (build, panic, timeout) counts as one failure
-      if [ "$a$b$c" = 000 ] && ! grep -q '^ok\|^PASS' "$log"; then b=1; fi
-    fi
-    p=$((p + a)); f=$((f + b)); s=$((s + c))
-  done
-  echo "$p $f $s"
-}
-
-{
-  echo "| suite | lapis passed / failed / skipped | kube-apiserver passed / failed / skipped | seconds on lapis | seconds on kube-apiserver |"
-  echo "|---|---|---|---|---|"
-  for suite in "${suites[@]}"; do
-    row="| pkg/$suite"
-    for t in lapis kube; do
-      if [[ " ${targets[*]} " == *" $t "* ]]; then read -r a b c < <(count "$t" "$suite"); row+=" | $a / $b / $c"; else row+=" | –"; fi
-    done
-    for t in lapis kube; do
-      if [ -n "${secs[$suite/$t]:-}" ]; then row+=" | $(printf %.0f "${secs[$suite/$t]}")"; else row+=" | –"; fi
-    done
-    echo "$row |"
-  done
-} | tee "$out/table.md"
-
-# The specs that pass on kube-apiserver and fail on lapis.
-if [[ " ${targets[*]} " == *" lapis "* && " ${targets[*]} " == *" kube "* ]]; then
-  specs() { # STATE TARGET: "package: container > ... > It" of the specs in that state
-    for json in "$out/$2"/*.json; do
-      [ -s "$json" ] || continue
-      jq -r --arg st "$1" --arg pkg "$(basename "$json" .json)" '.[].SpecReports[]? | select(.LeafNodeType=="It") |
-        select(if $st=="failed" then (.State!="passed" and .State!="skipped" and .State!="pending") else .State==$st end) |
-        "\($pkg): \((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" > "))"' "$json"
-    done | sort -u
-  }
-  echo
-  echo "specs that pass on kube-apiserver and fail on lapis:"
-  comm -12 <(specs passed kube) <(specs failed lapis) | tee "$out/regressions.txt"
-fi
+report | tee "$out/table.md"
