@@ -333,6 +333,10 @@ func TestReplicas(t *testing.T) {
 		})
 	})
 
+	t.Run("Services created through every replica at once get distinct cluster IPs and node ports", func(t *testing.T) {
+		testAllocation(t, ctx, replicas)
+	})
+
 	for _, ns := range []string{loadNS, gcNS} {
 		if _, err := a.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -456,6 +460,46 @@ func TestReplicas(t *testing.T) {
 			}
 		}
 		t.Logf("%d objects checked", checked)
+	})
+
+	t.Run("reads on any replica see the latest write; lists continue on another replica", func(t *testing.T) {
+		for i := range 20 {
+			writer, reader := survivors[i%2], survivors[(i+1)%2]
+			cm, err := writer.client.CoreV1().ConfigMaps(loadNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("read-%d", i)}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := reader.client.CoreV1().ConfigMaps(loadNS).Get(ctx, cm.Name, metav1.GetOptions{})
+			if err != nil || got.ResourceVersion != cm.ResourceVersion {
+				t.Errorf("read through %s after the write through %s: %v %v", reader.name, writer.name, got, err)
+			}
+		}
+		full, err := a.client.CoreV1().ConfigMaps(loadNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pages []string
+		opts := metav1.ListOptions{Limit: 100}
+		for page := 0; ; page++ {
+			r := survivors[page%2]
+			list, err := r.client.CoreV1().ConfigMaps(loadNS).List(ctx, opts)
+			if err != nil {
+				t.Fatalf("page %d through %s: %v", page, r.name, err)
+			}
+			for _, cm := range list.Items {
+				pages = append(pages, cm.Name+"@"+cm.ResourceVersion)
+			}
+			if opts.Continue = list.Continue; opts.Continue == "" {
+				break
+			}
+		}
+		var whole []string
+		for _, cm := range full.Items {
+			whole = append(whole, cm.Name+"@"+cm.ResourceVersion)
+		}
+		if !slices.Equal(pages, whole) {
+			t.Errorf("pages across replicas: %d items; one list: %d", len(pages), len(whole))
+		}
 	})
 
 	t.Run("informers converge to the final state, with no duplicate and no gap", func(t *testing.T) {
@@ -630,6 +674,61 @@ func watchServiceAccounts(t *testing.T, ctx context.Context, r *replica) func(ns
 		mu.Lock()
 		defer mu.Unlock()
 		return strings.Join(events[ns], ",")
+	}
+}
+
+// testAllocation creates NodePort Services through every replica at once: each must get its
+// own cluster IP and node port, whichever replica allocated it.
+func testAllocation(t *testing.T, ctx context.Context, replicas []*replica) {
+	const perReplica = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, len(replicas)*perReplica)
+	for i, r := range replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range perReplica {
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d-%d", i, j)},
+					Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
+				if _, err := r.client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("%s through %s: %w", svc.Name, r.name, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	list, err := replicas[0].client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips, ports := map[string]string{}, map[int32]string{}
+	for _, svc := range list.Items {
+		if other, ok := ips[svc.Spec.ClusterIP]; ok {
+			t.Errorf("cluster IP %s given to %s and %s", svc.Spec.ClusterIP, other, svc.Name)
+		}
+		ips[svc.Spec.ClusterIP] = svc.Name
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort == 0 {
+				continue
+			}
+			if other, ok := ports[p.NodePort]; ok {
+				t.Errorf("node port %d given to %s and %s", p.NodePort, other, svc.Name)
+			}
+			ports[p.NodePort] = svc.Name
+		}
+		if svc.Name == "kubernetes" {
+			continue
+		}
+		if _, err := replicas[0].client.NetworkingV1().IPAddresses().Get(ctx, svc.Spec.ClusterIP, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s's IPAddress %s: %v", svc.Name, svc.Spec.ClusterIP, err)
+		}
+	}
+	if len(ips) != len(replicas)*perReplica+1 || len(ports) != len(replicas)*perReplica {
+		t.Errorf("%d cluster IPs, %d node ports for %d Services", len(ips), len(ports), len(replicas)*perReplica)
 	}
 }
 
