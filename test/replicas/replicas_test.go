@@ -622,6 +622,22 @@ func TestReplicas(t *testing.T) {
 			return n == 2, detail
 		})
 	})
+
+	t.Run("a leader stopped gracefully hands the Lease over within a retry period", func(t *testing.T) {
+		last := a
+		if next == a {
+			last = b
+		}
+		stopped := time.Now()
+		if err := next.proc.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The others look every 2 s, jittered up to 4.4 s.
+		eventually(t, 5*time.Second, last.name+" leads", func() (bool, string) {
+			return len(last.leading()) == 1, "not leading"
+		})
+		t.Logf("%s leads %v after %s was stopped", last.name, time.Since(stopped).Round(10*time.Millisecond), next.name)
+	})
 }
 
 // watchServiceAccounts watches every ServiceAccount through r from now on, watching again
