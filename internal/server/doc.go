@@ -1,5 +1,7 @@
 // Package server assembles lapis and serves it: it opens storage, builds the resource
-// catalogue, starts lapis's own controllers (CRDs, namespaces, compaction), listens with TLS
+// catalogue, starts lapis's own controllers (CRDs on every replica; namespaces, garbage
+// collection, compaction and the rest of kube-controller-manager's work on the replica holding
+// the controllers' Lease, internal/leader), keeps its APIServerIdentity Lease, listens with TLS
 // (its own certificate, --tls-cert-file's or --cert-dir's; its loopback client gets one of its
 // own by SNI, tls.go), writes the admin kubeconfig while it serves, and runs every request through the same chain:
 // audit ID → request info → request log (-v=3) → deadline → authenticate → audit
