@@ -71,8 +71,6 @@ func (k *kubeFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 // kube-apiserver (envtest's, a user's Configure()) start it, but that change nothing in lapis:
 // the name, its value type, and why.
 var ignoredKubeFlags = []struct{ name, kind, why string }{
-	{"enable-admission-plugins", "strings", "lapis runs kube-apiserver's default admission plugins"},
-	{"disable-admission-plugins", "strings", "lapis runs kube-apiserver's default admission plugins"},
 	{"admission-control-config-file", "string", "lapis runs the admission plugins without configuration"},
 	{"runtime-config", "string", "lapis serves every built-in API version kube-apiserver serves by default"},
 	{"storage-media-type", "string", "lapis stores JSON"},
@@ -193,6 +191,8 @@ func parseKubeAPIServer(fs *pflag.FlagSet, args []string) (server.Config, *kubeA
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "An optional field indicating the duration a handler must keep a request open before timing it out.")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "A CIDR notation IP range from which to assign service cluster IPs (one IPv4 and one IPv6 CIDR, comma-separated, for dual-stack).")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "A port range to reserve for services with NodePort visibility.")
+	fs.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins that should be enabled in addition to default enabled ones (lapis runs kube-apiserver's default plugins: naming another is an error).")
+	fs.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins that should be disabled although they are in the default enabled plugins list.")
 	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"AlwaysAllow"}, "Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, RBAC.")
 	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "Enables anonymous requests to the secure port of the API server (user system:anonymous, group system:unauthenticated).")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.")

@@ -36,6 +36,7 @@ func TestParseKubeAPIServer(t *testing.T) {
 			c.ClientCAFile = "/tmp/k8s_test_framework_1/client-cert-auth-ca.crt"
 			c.EtcdServers = []string{"http://127.0.0.1:39859"}
 			c.AuthorizationModes = []string{"RBAC"}
+			c.DisableAdmissionPlugins = []string{"ServiceAccount"}
 			c.ServiceAccountIssuers = []string{"https://127.0.0.1:42847/"}
 			c.ServiceAccountKeyFiles = []string{"/tmp/k8s_test_framework_1/sa-signer.crt"}
 			c.ServiceAccountSigningKeyFile = "/tmp/k8s_test_framework_1/sa-signer.key"

@@ -93,6 +93,8 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this https URL (e.g. https://127.0.0.1:2379), for other lapis processes: only to the client certificate written to DIR/pki/etcd-client.{crt,key}")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request other than a watch may take before it is answered 504 Timeout")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "CIDR (or an IPv4 and an IPv6 CIDR, comma-separated) from which Services get cluster IPs; its first IP is the kubernetes Service's")
+	fs.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, "kube-apiserver's default admission plugins to keep on (naming one lapis does not run is an error)")
+	fs.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "kube-apiserver's default admission plugins to turn off (e.g. ServiceAccount, as envtest does)")
 	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"RBAC"}, "ordered list of authorization modes: RBAC, AlwaysAllow")
 	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated), allowed only what RBAC grants them")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "also accept client certificates signed by a CA in this file (CN is the user, O the groups)")

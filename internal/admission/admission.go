@@ -118,6 +118,9 @@ type Options struct {
 	// ServiceResolver resolves webhooks' service references; nil resolves them to one of the
 	// Service's ready endpoints (kube's endpoint routing), kubernetes.default:443 to Loopback.
 	ServiceResolver ServiceResolver
+	// Enabled and Disabled are kube-apiserver's --enable-admission-plugins and
+	// --disable-admission-plugins (see PluginNames).
+	Enabled, Disabled []string
 }
 
 // New builds kube-apiserver's admission chain. The plugins read through Factory's informers;
@@ -148,11 +151,13 @@ func New(opts Options) (admission.Interface, error) {
 		opts.ServiceResolver = r
 	}
 
+	names, err := PluginNames(opts.Enabled, opts.Disabled)
+	if err != nil {
+		return nil, err
+	}
 	plugins := admission.NewPlugins()
-	names := make([]string, 0, len(defaultPlugins))
 	for _, p := range defaultPlugins {
 		p.register(plugins)
-		names = append(names, p.name)
 	}
 	generic := initializer.New(opts.Client, opts.Dynamic, opts.Factory, opts.Authorizer, utilfeature.DefaultFeatureGate,
 		compatibility.DefaultComponentGlobalsRegistry.EffectiveVersionFor(basecompatibility.DefaultKubeComponent),

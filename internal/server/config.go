@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
 )
@@ -80,6 +81,9 @@ type Config struct {
 	// and ValidatingAdmissionPolicy status). The default ServiceAccount is still made: lapis's
 	// admission chain always has kube's ServiceAccount plugin, which needs it.
 	KubeAPIServerOnly bool
+	// EnableAdmissionPlugins and DisableAdmissionPlugins are kube-apiserver's flags of those
+	// names (lapisadmission.PluginNames): envtest disables ServiceAccount, for instance.
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 }
 
 // Defaults as documented for `lapis serve`.
@@ -100,6 +104,9 @@ const (
 
 // validate refuses flag combinations that cannot work, before anything is started.
 func (c Config) validate() error {
+	if _, err := lapisadmission.PluginNames(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {
+		return err
+	}
 	if c.EmbeddedEtcdClientURL != "" {
 		if len(c.EtcdServers) > 0 {
 			return errors.New("--embedded-etcd-listen exposes the embedded etcd; with --etcd-servers there is none")

@@ -70,3 +70,37 @@ func TestKubeAPIServerOnly(t *testing.T) {
 		t.Errorf("deleted namespace: %v %v, want it Terminating", ns.Status.Phase, err)
 	}
 }
+
+// TestServiceAccountAdmissionDisabled: with envtest's --disable-admission-plugins=ServiceAccount,
+// kube-apiserver alone makes no default ServiceAccounts and a Pod gets none (nor a token
+// volume), as under envtest with kube-apiserver.
+func TestServiceAccountAdmissionDisabled(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", KubeAPIServerOnly: true,
+		DisableAdmissionPlugins: []string{"ServiceAccount"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	created, err := cs.CoreV1().Pods("plain").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a Pod without ServiceAccount admission: %v", err)
+	}
+	if created.Spec.ServiceAccountName != "" || len(created.Spec.Volumes) != 0 {
+		t.Errorf("Pod got serviceAccountName %q and volumes %v; ServiceAccount admission is disabled", created.Spec.ServiceAccountName, created.Spec.Volumes)
+	}
+	time.Sleep(time.Second)
+	if sas, err := cs.CoreV1().ServiceAccounts("plain").List(ctx, metav1.ListOptions{}); err != nil || len(sas.Items) != 0 {
+		t.Errorf("ServiceAccounts in a new namespace: %v (%v), want none", sas, err)
+	}
+}

@@ -60,11 +60,11 @@ func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig res
 	return nil
 }
 
-// buildChain makes the admission chain, whose webhooks reach services through services; its
-// informers start with start.
-func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, stop <-chan struct{}) error {
+// buildChain makes the admission chain of the plugins enabled and disabled leave on, whose
+// webhooks reach services through services; its informers start with start.
+func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop <-chan struct{}) error {
 	chain, err := lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory,
-		Authorizer: authz, ServiceResolver: services, Stop: stop})
+		Authorizer: authz, ServiceResolver: services, Stop: stop, Enabled: enabled, Disabled: disabled})
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	lb.authz.Store(authorizer)
 	id := newIdentity(authenticator, authorizer)
 	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
-	if err := lb.buildChain(id.authz, webhookServices, runCtx.Done()); err != nil {
+	if err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done()); err != nil {
 		_ = s.listener.Close()
 		return fail(err)
 	}

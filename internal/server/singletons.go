@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/informers"
 
+	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/apiserverid"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
@@ -47,13 +48,15 @@ func (s *Server) startSingletons(ctx context.Context, d singletons) (*leader.Ele
 		{Name: "etcd compaction", Run: func(ctx context.Context) {
 			d.store.RunCompactor(ctx, storage.CompactionPolicy{Interval: s.cfg.EtcdCompactionInterval, HistoryBytes: s.cfg.EtcdHistoryBytes}, s.log, d.caches.Compacted)
 		}},
-		// The default ServiceAccount runs even as kube-apiserver alone: admission's ServiceAccount
-		// plugin needs it.
 		// kube runs it on every API server; once is enough, and deletes nothing twice.
 		{Name: "apiserver lease gc", Run: func(ctx context.Context) {
 			apiserverid.RunGC(ctx, d.lb.client, apiserverid.GCPeriod)
 		}},
-		{Name: "serviceaccount", Run: func(ctx context.Context) { serviceaccount.NewController(s.objects, s.log).Run(ctx) }},
+	}
+	// kube-apiserver alone makes no default ServiceAccounts (kube-controller-manager does); lapis
+	// does so even then while its ServiceAccount admission plugin, which needs them, runs.
+	if !s.cfg.KubeAPIServerOnly || lapisadmission.Runs("ServiceAccount", s.cfg.EnableAdmissionPlugins, s.cfg.DisableAdmissionPlugins) {
+		work = append(work, leader.Work{Name: "serviceaccount", Run: func(ctx context.Context) { serviceaccount.NewController(s.objects, s.log).Run(ctx) }})
 	}
 	if !s.cfg.KubeAPIServerOnly {
 		work = append(work,
