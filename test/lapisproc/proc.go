@@ -109,8 +109,10 @@ func (p *Proc) Start(ctx context.Context) error {
 
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		// The kubeconfig is written atomically (rename), so a new one is a different file.
-		if fi, err := os.Stat(p.kubeconfig); err == nil && (old == nil || !os.SameFile(old, fi)) {
+		// The kubeconfig is written atomically (rename), so a new one is a different file; the
+		// file system may give it the inode of the one it replaces (removed at start after a
+		// SIGKILL), which its modification time then tells apart.
+		if fi, err := os.Stat(p.kubeconfig); err == nil && (old == nil || !os.SameFile(old, fi) || !fi.ModTime().Equal(old.ModTime())) {
 			break
 		}
 		select {
