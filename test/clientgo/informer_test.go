@@ -228,7 +228,7 @@ func TestInformerStaysInSync(t *testing.T) {
 	oldRV := informer.LastSyncResourceVersion()
 	shortOldRV := shortInformer.LastSyncResourceVersion()
 	ev := waitCompacted(t, clk, func(ctx context.Context) (watch.Interface, error) {
-		return writer.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV})
+		return writer.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV, LabelSelector: syncSelector})
 	})
 	expectTooOld(t, ev, oldRV)
 
