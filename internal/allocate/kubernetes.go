@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,20 @@ type KubernetesService struct {
 	// peers, when set, lists the live API servers sharing the storage (host:port), as the
 	// lease endpoint reconciler's master leases do; this one is listed whatever it says.
 	peers func(context.Context) ([]string, error)
+	left  atomic.Bool // this API server is stopping: its endpoint is gone
+}
+
+// Leave takes this API server out of the Endpoints and EndpointSlice for good, as kube's lease
+// reconciler's RemoveEndpoints does on a graceful stop; its live peers stay.
+func (k *KubernetesService) Leave(ctx context.Context) error {
+	k.left.Store(true)
+	cat := k.objects.Catalog()
+	endpoints, ok1 := cat.Lookup(endpointsGVR)
+	slices, ok2 := cat.Lookup(endpointSlicesGVR)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return k.syncEndpoints(ctx, endpoints, slices)
 }
 
 // UsePeers makes the Endpoints and EndpointSlice list every live API server peers tells of,
@@ -138,7 +153,7 @@ func (k *KubernetesService) syncEndpoints(ctx context.Context, endpoints, slices
 	if err != nil {
 		return err
 	}
-	var subsets []any
+	subsets := []any{}
 	for _, port := range sortedKeys(byPort) {
 		addresses := make([]any, 0, len(byPort[port]))
 		for _, ip := range byPort[port] {
@@ -157,8 +172,11 @@ func (k *KubernetesService) syncEndpoints(ctx context.Context, endpoints, slices
 	if netutils.IsIPv6(k.publicIP) {
 		addressType = "IPv6"
 	}
-	first := sortedKeys(byPort)[0]
-	var sliceEndpoints []any
+	first := k.port // no API server left: no endpoints, this one's port
+	if ports := sortedKeys(byPort); len(ports) > 0 {
+		first = ports[0]
+	}
+	sliceEndpoints := []any{}
 	for _, ip := range byPort[first] {
 		if netutils.IsIPv6String(ip) == (addressType == "IPv6") {
 			sliceEndpoints = append(sliceEndpoints, map[string]any{"addresses": []any{ip}, "conditions": map[string]any{"ready": true}})
@@ -173,15 +191,22 @@ func (k *KubernetesService) syncEndpoints(ctx context.Context, endpoints, slices
 	return k.ensure(ctx, slices, "EndpointSlice", "discovery.k8s.io/v1", wantSlice)
 }
 
-// live is the live API servers' IPs (sorted) by port, this one always among them.
+// live is the live API servers' IPs (sorted) by port, this one among them unless it left.
 func (k *KubernetesService) live(ctx context.Context) (map[int][]string, error) {
-	addrs := []string{k.Address()}
+	var addrs []string
+	if !k.left.Load() {
+		addrs = append(addrs, k.Address())
+	}
 	if k.peers != nil {
 		peers, err := k.peers(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("live API servers: %w", err)
 		}
-		addrs = append(addrs, peers...)
+		for _, p := range peers {
+			if !k.left.Load() || p != k.Address() {
+				addrs = append(addrs, p)
+			}
+		}
 	}
 	byPort := map[int][]string{}
 	for _, a := range addrs {

@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -118,4 +119,15 @@ func live(leases []coordinationv1.Lease, now time.Time) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Remove deletes this replica's Lease (once Run has returned), so that it stops counting as
+// live at once: kube-apiserver's lease reconciler deletes its master lease so on a graceful
+// stop.
+func (id *Identity) Remove(ctx context.Context) error {
+	err := id.client.CoordinationV1().Leases(Namespace).Delete(ctx, id.name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

@@ -105,6 +105,16 @@ func TestRun(t *testing.T) {
 	if got, _ := Live(ctx, client); !slices.Equal(got, []string{"10.0.0.1:6443"}) {
 		t.Errorf("Live = %v", got)
 	}
+	cancel()
+	time.Sleep(50 * time.Millisecond)
+	for range 2 { // gone, and gone again
+		if err := id.Remove(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := Live(t.Context(), client); len(got) != 0 {
+		t.Errorf("Live after Remove = %v", got)
+	}
 }
 
 func TestGC(t *testing.T) {

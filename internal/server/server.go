@@ -53,6 +53,7 @@ type Server struct {
 	unlock       func() // releases the data directory
 	audit        *audit.Auditing
 	leader       *leader.Elector // runs the singleton work while this lapis holds its Lease
+	membership   *membership     // this replica's identity Lease and endpoint
 }
 
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
@@ -234,7 +235,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.ready.Store(true)
-	startIdentity(runCtx, lb.client, kubernetesService)
+	s.membership = startIdentity(runCtx, lb.client, kubernetesService)
 	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
 	if !stopOnCancel() {
 		s.Shutdown(context.Background())
@@ -300,6 +301,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	// No client should find a kubeconfig of a server that is going away.
 	kubeconfigErr := removeKubeconfig(s.cfg.DataDir)
 	s.stopSingletons()
+	s.membership.leave(s.log)
 	shutdownErr := make(chan error, 1)
 	go func() { shutdownErr <- s.http.Shutdown(ctx) }()
 	// Watches never become idle: end them so Shutdown can finish. Other in-flight requests

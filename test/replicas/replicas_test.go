@@ -637,6 +637,10 @@ func TestReplicas(t *testing.T) {
 			return len(last.leading()) == 1, "not leading"
 		})
 		t.Logf("%s leads %v after %s was stopped", last.name, time.Since(stopped).Round(10*time.Millisecond), next.name)
+		// It took itself out of the kubernetes Service's endpoints before it stopped serving.
+		if n, detail := endpointCount(ctx, last.client); n != 1 {
+			t.Errorf("endpoints after a graceful stop: %s; want %s's alone", detail, last.name)
+		}
 	})
 }
 
