@@ -13,5 +13,7 @@
 // Live tells the addresses of the replicas whose Lease was renewed within the last 15 s: the
 // time-to-live of the master leases kube-apiserver's lease endpoint reconciler keeps for the
 // `kubernetes` Service's endpoints (pkg/controlplane/reconcilers/lease.go), which lapis keeps
-// from these Leases instead of a key of its own in etcd.
+// from these Leases instead of a key of its own in etcd. On a graceful stop a replica deletes
+// its Lease (Remove), as the reconciler deletes its master lease, so that it stops counting at
+// once.
 package apiserverid
