@@ -31,6 +31,10 @@ func TestKubeAPIServerOnly(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
+	// Ready means the kubernetes Service is there: envtest's first list of Services finds it.
+	if _, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil {
+		t.Errorf("the kubernetes Service once lapis is ready: %v", err)
+	}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alone"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

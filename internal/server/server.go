@@ -234,9 +234,16 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
+	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
+	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
+	syncCtx, cancelSync := context.WithTimeout(runCtx, 2*time.Second)
+	if err := kubernetesService.Sync(syncCtx); err != nil && runCtx.Err() == nil {
+		log.Warn("the kubernetes Service before ready", "err", err)
+	}
+	cancelSync()
 	s.ready.Store(true)
 	s.membership = startIdentity(runCtx, lb.client, kubernetesService)
-	go kubernetesService.Run(runCtx) // as kube's, once lapis is ready
+	go kubernetesService.Run(runCtx)
 	if !stopOnCancel() {
 		s.Shutdown(context.Background())
 		return nil, fmt.Errorf("stopped while starting: %w", context.Cause(ctx))
