@@ -49,14 +49,7 @@ func newListConventions(r *catalog.Resource) (*listConventions, error) {
 		own:        r.GroupVersion.String(),
 		converters: map[string]managedfields.TypeConverter{},
 	}
-	versions := make([]*catalog.Resource, 0, len(r.CRD.Spec.Versions))
-	for i := range r.CRD.Spec.Versions {
-		v := &r.CRD.Spec.Versions[i]
-		at := *r
-		at.GroupVersion = schema.GroupVersion{Group: r.GroupVersion.Group, Version: v.Name}
-		at.CRDVersion = v
-		versions = append(versions, &at)
-	}
+	versions := crdVersions(r)
 	v := r.CRDVersion
 	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 		// No schema: every version is untyped (as kube's deduced converter), with one root

@@ -186,15 +186,19 @@ func customTypes(r *catalog.Resource) (managedfields.TypeConverter, error) {
 	}
 	// Managed fields may have been recorded at any version of the CRD: the converter must know
 	// them all, or their owners' entries are lost on conversion.
+	return managedfields.NewTypeConverter(openapi.Models(crdVersions(r)), preserve)
+}
+
+// crdVersions is custom resource r at each version of its CRD.
+func crdVersions(r *catalog.Resource) []*catalog.Resource {
 	versions := make([]*catalog.Resource, 0, len(r.CRD.Spec.Versions))
 	for i := range r.CRD.Spec.Versions {
-		v := &r.CRD.Spec.Versions[i]
 		at := *r
-		at.GroupVersion = schema.GroupVersion{Group: r.GroupVersion.Group, Version: v.Name}
-		at.CRDVersion = v
+		at.GroupVersion = schema.GroupVersion{Group: r.GroupVersion.Group, Version: r.CRD.Spec.Versions[i].Name}
+		at.CRDVersion = &r.CRD.Spec.Versions[i]
 		versions = append(versions, &at)
 	}
-	return managedfields.NewTypeConverter(openapi.Models(versions), preserve)
+	return versions
 }
 
 // CheckApplied is strict field validation of an applied configuration: the configuration must
