@@ -17,6 +17,8 @@ type cluster struct {
 	members    []*embed.Etcd
 	clientURLs []string
 
+	configs map[*embed.Etcd]*embed.Config
+
 	mu      sync.Mutex
 	stopped map[*embed.Etcd]bool
 }
@@ -56,6 +58,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		c.clientURLs = append(c.clientURLs, client.String())
 		cfgs = append(cfgs, cfg)
 	}
+	c.configs = map[*embed.Etcd]*embed.Config{}
 	errs := make(chan error, n)
 	started := make(chan *embed.Etcd, n)
 	for _, cfg := range cfgs {
@@ -66,6 +69,9 @@ func startCluster(t *testing.T, n int) *cluster {
 				errs <- fmt.Errorf("member %s: %w", cfg.Name, err)
 				return
 			}
+			c.mu.Lock()
+			c.configs[e] = cfg
+			c.mu.Unlock()
 			started <- e
 		}()
 	}
@@ -101,4 +107,24 @@ func (c *cluster) stop(e *embed.Etcd) {
 		c.stopped[e] = true
 		e.Close()
 	}
+}
+
+// restart starts the stopped member e again on its directory and ports; it rejoins the
+// cluster.
+func (c *cluster) restart(t *testing.T, e *embed.Etcd) *embed.Etcd {
+	t.Helper()
+	c.mu.Lock()
+	cfg := c.configs[e]
+	c.mu.Unlock()
+	again, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("restarting etcd member %s: %v", cfg.Name, err)
+	}
+	t.Cleanup(func() { c.stop(again) })
+	select {
+	case <-again.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("etcd member %s not ready within 30s of its restart", cfg.Name)
+	}
+	return again
 }

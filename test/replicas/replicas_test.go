@@ -3,6 +3,7 @@ package replicas
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/lapis-dev/lapis/test/lapisproc"
 )
@@ -396,8 +399,9 @@ func TestReplicas(t *testing.T) {
 	createNS("before-0", "before-1")
 	time.Sleep(time.Second)
 	// One etcd member of three goes: clients must not notice.
-	etcd.stop(etcd.members[2])
-	t.Logf("etcd member %s stopped", etcd.members[2].Config().Name)
+	firstStopped := etcd.members[2]
+	etcd.stop(firstStopped)
+	t.Logf("etcd member %s stopped", firstStopped.Config().Name)
 	time.Sleep(2 * time.Second)
 
 	// The leader dies.
@@ -641,6 +645,49 @@ func TestReplicas(t *testing.T) {
 		if n, detail := endpointCount(ctx, last.client); n != 1 {
 			t.Errorf("endpoints after a graceful stop: %s; want %s's alone", detail, last.name)
 		}
+	})
+
+	t.Run("without etcd's quorum writes fail with a 5xx; with it back they work and the work resumes", func(t *testing.T) {
+		last := a
+		if next == a {
+			last = b
+		}
+		var up *embed.Etcd
+		for _, e := range etcd.members {
+			if e != firstStopped {
+				up = e
+				break
+			}
+		}
+		etcd.stop(up) // one of three left
+		cms := last.client.CoreV1().ConfigMaps(loadNS)
+		start := time.Now()
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "no-quorum"}}, metav1.CreateOptions{})
+		took := time.Since(start)
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) || status.Status().Code < 500 {
+			t.Errorf("write without quorum: %v; want a 5xx", err)
+		}
+		if took > 15*time.Second {
+			t.Errorf("write without quorum answered after %v", took)
+		}
+		t.Logf("write without quorum: %v after %v", err, took.Round(10*time.Millisecond))
+		etcd.restart(t, firstStopped) // two of three
+		eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
+			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+		})
+		// The leader could not renew its Lease meanwhile: its work stopped; it leads again.
+		eventually(t, 20*time.Second, last.name+" leads again", func() (bool, string) {
+			l, err := last.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			ids := last.leading()
+			return len(ids) > 0 && *l.Spec.HolderIdentity == ids[len(ids)-1] && l.Spec.RenewTime.After(time.Now().Add(-5*time.Second)),
+				fmt.Sprintf("holder %s renewed %v; %s led %d times", *l.Spec.HolderIdentity, l.Spec.RenewTime, last.name, len(ids))
+		})
+		t.Logf("%s led %d times", last.name, len(last.leading()))
 	})
 }
 
