@@ -672,6 +672,9 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("write without quorum answered after %v", took)
 		}
 		t.Logf("write without quorum: %v after %v", err, took.Round(10*time.Millisecond))
+		if _, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+			t.Errorf("a list from the watch cache without quorum: %v", err)
+		}
 		etcd.restart(t, firstStopped) // two of three
 		eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
 			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
