@@ -675,19 +675,23 @@ func TestReplicas(t *testing.T) {
 		if _, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
 			t.Errorf("a list from the watch cache without quorum: %v", err)
 		}
+		// Unable to renew its Lease for 10 s, the leader stops its work.
+		eventually(t, 10*time.Second, last.name+" stops leading", func() (bool, string) {
+			return strings.Contains(last.proc.Log().String(), `msg="stopped leading"`), "still leading"
+		})
 		etcd.restart(t, firstStopped) // two of three
 		eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
 			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
 			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 		})
-		// The leader could not renew its Lease meanwhile: its work stopped; it leads again.
+		// It campaigns again, and leads again: a second term.
 		eventually(t, 20*time.Second, last.name+" leads again", func() (bool, string) {
 			l, err := last.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
 			ids := last.leading()
-			return len(ids) > 0 && *l.Spec.HolderIdentity == ids[len(ids)-1] && l.Spec.RenewTime.After(time.Now().Add(-5*time.Second)),
+			return len(ids) == 2 && *l.Spec.HolderIdentity == ids[1] && l.Spec.RenewTime.After(time.Now().Add(-5*time.Second)),
 				fmt.Sprintf("holder %s renewed %v; %s led %d times", *l.Spec.HolderIdentity, l.Spec.RenewTime, last.name, len(ids))
 		})
 		t.Logf("%s led %d times", last.name, len(last.leading()))
