@@ -187,7 +187,8 @@ func decodeProtobuf(b []byte) (any, error) {
 // mask replaces, in a decoded body, the values two servers given the same requests rightly
 // differ in. Keys are never dropped: a field only one server sets still shows.
 //   - metadata: uid, creationTimestamp, resourceVersion, deletionTimestamp; managedFields times;
-//   - the times the server stamps on conditions (lastTransitionTime, lastUpdateTime);
+//   - the times the server stamps on conditions (lastTransitionTime, lastUpdateTime) and on a
+//     DeviceTaintRule's taint (timeAdded);
 //   - allocated values: clusterIP, clusterIPs, nodePort, healthCheckNodePort;
 //   - within any string: UUIDs, the random suffix of kube-api-access-xxxxx volumes, and
 //     resourceVersions in conflict messages;
@@ -200,7 +201,7 @@ var (
 	maskedMetadata   = []string{"uid", "creationTimestamp", "resourceVersion", "deletionTimestamp"}
 	maskedAnywhere   = []string{"clusterIP", "clusterIPs", "nodePort", "healthCheckNodePort"}
 	maskedConditions = []string{"lastTransitionTime", "lastUpdateTime"}
-	maskedColumns    = []string{"Age", "Created At", "Duration", "Last Schedule", "Last Seen", "First Seen", "Cluster-IP"}
+	maskedColumns    = []string{"Age", "Created At", "Duration", "Last Schedule", "Last Seen", "First Seen", "Cluster-IP", "TimeAdded"}
 	apiAccessVolume  = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
 	servicePorts     = regexp.MustCompile(`:\d+/`) // "80:31234/TCP" in a Service's Port(s) cell
 )
@@ -217,6 +218,7 @@ func maskIn(parent string, v any) any {
 			case parent == "metadata" && slices.Contains(maskedMetadata, k),
 				parent == "managedFields" && k == "time",
 				parent == "conditions" && slices.Contains(maskedConditions, k),
+				parent == "taint" && k == "timeAdded",
 				slices.Contains(maskedAnywhere, k):
 				out[k] = "<masked>"
 			default:
