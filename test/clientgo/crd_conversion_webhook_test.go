@@ -362,6 +362,12 @@ func TestCRDConversionWebhook(t *testing.T) {
 		t.Errorf("the admission webhook was shown: %s (kind version, object apiVersion)", got)
 	}
 	_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{})
+	// Admission learns of the deletion through its informer, as kube-apiserver's does: wait
+	// until the webhook is no longer called before taking its server down.
+	eventually(t, 20*time.Second, "the admission webhook no longer called", func() (bool, string) {
+		_, err := v1.Create(ctx, gadget("v1", "probe", "color", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, fmt.Sprint(err)
+	})
 
 	// The webhook down: reads and writes needing it fail with kube-apiserver's 500 and its
 	// converter's message; those at the storage version go on.
