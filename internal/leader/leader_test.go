@@ -13,10 +13,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
 )
 
 // short timings keep the tests fast. A Lease records whole seconds: the renew deadline must be
-// shorter than that, as kube's 10 s are than its 15 s.
+// shorter than that, as the default 5 s are than 8 s.
 var short = Config{LeaseDuration: 2 * time.Second, RenewDeadline: 1000 * time.Millisecond, RetryPeriod: 200 * time.Millisecond}
 
 // tracker records which replica's work runs, and whether two ever ran at once.
@@ -122,7 +123,7 @@ func TestElection(t *testing.T) {
 		name string
 		run  func(t *testing.T, client *fake.Clientset, tr *tracker)
 	}{{
-		name: "a lone replica leads at once, with kube's timings",
+		name: "a lone replica leads at once, with the default timings",
 		run: func(t *testing.T, client *fake.Clientset, tr *tracker) {
 			e := start(t, client, Config{}, "a", tr)
 			if took := tr.waitFor(t, time.Second, func(r string) bool { return r == "a" }); took > 300*time.Millisecond {
@@ -135,7 +136,7 @@ func TestElection(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *l.Spec.HolderIdentity != "a" || *l.Spec.LeaseDurationSeconds != 15 {
+			if *l.Spec.HolderIdentity != "a" || *l.Spec.LeaseDurationSeconds != int32(DefaultLeaseDuration/time.Second) {
 				t.Errorf("lease spec %+v", l.Spec)
 			}
 		},
@@ -185,6 +186,46 @@ func TestElection(t *testing.T) {
 			tc.run(t, fake.NewClientset(), tr)
 			if tr.overlap {
 				t.Errorf("two replicas' work ran at once; starts %v", tr.starts)
+			}
+		})
+	}
+}
+
+// TestTimings holds the defaults to issue 13's bound: a replica killed outright is replaced
+// within 15 s, with time to spare for requests on a loaded machine, and a holder cut off from
+// etcd stops its work well before anyone else may take over. kube-controller-manager's
+// timings are the counterexample.
+func TestTimings(t *testing.T) {
+	const (
+		handoverGoal = 15 * time.Second
+		latencySpare = 2 * time.Second // Lease reads and writes, scheduling, on 2 busy cores
+		minStop      = 2 * time.Second // for the work to return once its context ends
+	)
+	tests := []struct {
+		name    string
+		cfg     Config
+		meetsIt bool
+	}{
+		{"lapis's defaults", Config{}, true},
+		{"kube-controller-manager's", Config{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, false},
+		{"a 10 s lease renewed every 2 s", Config{LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 2 * time.Second}, false},
+		{"too short a stop margin", Config{LeaseDuration: 7 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: time.Second}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg.withDefaults()
+			cfg.Client, cfg.Name, cfg.Identity = fake.NewClientset(), "lapis-test", "a"
+			if _, err := leaderelection.NewLeaderElector(electionConfig(cfg, leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}})); err != nil {
+				t.Fatalf("client-go refuses the timings: %v", err)
+			}
+			if cfg.LeaseDuration%time.Second != 0 {
+				t.Errorf("lease %v: a Lease records whole seconds", cfg.LeaseDuration)
+			}
+			meets := cfg.worstHandover()+latencySpare <= handoverGoal && cfg.stopMargin() >= minStop
+			if meets != tc.meetsIt {
+				t.Errorf("worst handover %v (+%v), stop margin %v: meets the goal %v; want %v",
+					cfg.worstHandover(), latencySpare, cfg.stopMargin(), meets, tc.meetsIt)
 			}
 		})
 	}
