@@ -21,7 +21,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/storage"
 )
 
-func newTestService(t *testing.T) *Service {
+func newTestService(t testing.TB) *Service {
 	t.Helper()
 	b, err := storage.OpenEmbedded(context.Background(), t.TempDir(), "")
 	if err != nil {
@@ -39,7 +39,7 @@ func newTestService(t *testing.T) *Service {
 	return s
 }
 
-func (s *Service) mustResource(t *testing.T, group, version, resource string) *catalog.Resource {
+func (s *Service) mustResource(t testing.TB, group, version, resource string) *catalog.Resource {
 	r, ok := s.cat.Lookup(schema.GroupVersionResource{Group: group, Version: version, Resource: resource})
 	if !ok {
 		t.Fatalf("no resource %s/%s/%s", group, version, resource)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -52,11 +54,50 @@ func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
 // decoding does before anything else sees a request's object (Secret stringData folds into
 // data there, for instance).
 func (b *behavior) Default(u *unstructured.Unstructured) {
-	internal, err := b.toInternal(u, true)
+	managed, restore := setManagedFieldsAside(u)
+	defer restore()
+	internal, err := b.toInternal(managed, true)
 	if err != nil {
 		return // Normalize has refused objects that do not fit the type
 	}
-	_ = b.fromInternal(u, internal)
+	_ = b.fromInternal(managed, internal)
+}
+
+// setManagedFieldsAside returns u's content without metadata.managedFields (a shallow copy; u
+// is not changed) and a function that makes the copy's final content u's, with the managed
+// fields put back. Defaulting and conversions never change managedFields, and converting them
+// (nested maps here, raw JSON in a Go object, both ways) is most of the cost of converting an
+// object several managers have written.
+func setManagedFieldsAside(u *unstructured.Unstructured) (*unstructured.Unstructured, func()) {
+	meta, _ := u.Object["metadata"].(map[string]any)
+	managed, has := meta["managedFields"]
+	if !has {
+		return u, func() {}
+	}
+	without := &unstructured.Unstructured{Object: shallowWith(u.Object, "metadata", shallowWith(meta, "managedFields", nil))}
+	return without, func() {
+		u.Object = without.Object
+		meta, ok := u.Object["metadata"].(map[string]any)
+		if !ok {
+			meta = map[string]any{}
+			u.Object["metadata"] = meta
+		}
+		meta["managedFields"] = managed
+	}
+}
+
+// shallowWith is a shallow copy of m with key set to value (removed when value is nil).
+func shallowWith(m map[string]any, key string, value any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	if value != nil {
+		out[key] = value
+	}
+	return out
 }
 
 // BeforeCreate runs kube's rest.BeforeCreate with the type's strategy.
@@ -66,6 +107,7 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
+	managed := managedFieldsOf(obj)
 	var w catalog.Warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), "", "create", &w)
 	if err := b.checkWrite(ctx, obj, nil, ""); err != nil {
@@ -81,7 +123,7 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	if err := b.admission().Validate(ctx, attrs); err != nil {
 		return w, err
 	}
-	return w, b.fromInternalDefaulted(u, obj)
+	return w, b.fromInternalDefaulted(u, obj, managed)
 }
 
 // BeforeUpdate runs kube's rest.BeforeUpdate with the strategy of the endpoint written to.
@@ -95,6 +137,7 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	if err != nil {
 		return nil, err
 	}
+	managed := managedFieldsOf(obj)
 	oldObj, err := b.toInternal(old, false)
 	if err != nil {
 		return nil, err
@@ -114,7 +157,7 @@ func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstru
 	if err := b.admission().Validate(ctx, attrs); err != nil {
 		return w, err
 	}
-	return w, b.fromInternalDefaulted(u, obj)
+	return w, b.fromInternalDefaulted(u, obj, managed)
 }
 
 // checkWrite asks Deps.CheckWrite about a write of the resource itself.
@@ -202,7 +245,10 @@ func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, inte
 // fromInternalDefaulted is fromInternal with the served version's defaults applied, as kube's
 // reads apply them to what it stored: a status the strategy reset reads back defaulted (a
 // PersistentVolumeClaim's phase Pending).
-func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runtime.Object) error {
+//
+// managed are obj's managedFields as they came from u: when strategies and admission left them
+// so, u's own are kept rather than converted back.
+func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runtime.Object, managed []metav1.ManagedFieldsEntry) error {
 	versioned, err := scheme().New(b.served)
 	if err != nil {
 		return err
@@ -211,7 +257,29 @@ func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runti
 		return err
 	}
 	scheme().Default(versioned)
-	return typedToUnstructured(u, versioned, b.served)
+	accessor, err := meta.Accessor(versioned)
+	original, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields")
+	if err != nil || !found || !apiequality.Semantic.DeepEqual(accessor.GetManagedFields(), managed) {
+		return typedToUnstructured(u, versioned, b.served)
+	}
+	accessor.SetManagedFields(nil)
+	if err := typedToUnstructured(u, versioned, b.served); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(u.Object, original, "metadata", "managedFields")
+}
+
+// managedFieldsOf is a copy of obj's managedFields.
+func managedFieldsOf(obj runtime.Object) []metav1.ManagedFieldsEntry {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	var out []metav1.ManagedFieldsEntry
+	for _, e := range accessor.GetManagedFields() {
+		out = append(out, *e.DeepCopy())
+	}
+	return out
 }
 
 // fromInternal replaces u's content with obj at the served version.
