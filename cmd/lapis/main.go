@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	// First of lapis's imports: kubectl's catalogue is loaded only when lapis runs kubectl.
+	_ "github.com/lapis-dev/lapis/cmd/lapis/internal/kubectli18n"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
