@@ -167,6 +167,12 @@ type Behavior interface {
 	SelectableFields(obj *unstructured.Unstructured) fields.Set
 }
 
+// FitChecker is a Behavior that can say what Normalize would report about an object without
+// rewriting it (a server-side apply's configuration is checked, never stored as it is).
+type FitChecker interface {
+	CheckFit(obj *unstructured.Unstructured) (unknownFields []string, err error)
+}
+
 type dryRunKey struct{}
 
 // WithDryRun marks a write as a dry run for the steps that must know (admission plugins).

@@ -34,7 +34,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if err := s.fields.CheckApplied(r, config); err != nil {
 			return Result{}, apierrors.NewBadRequest(err.Error())
 		}
-	} else if warnings, err = s.normalize(r, config.DeepCopy(), opts.WriteOptions); err != nil {
+	} else if warnings, err = s.fit(r, config, opts.WriteOptions, false); err != nil {
 		return Result{}, err
 	}
 	fm, err := s.fields.For(r, opts.Subresource)

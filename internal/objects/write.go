@@ -167,6 +167,12 @@ func servedAsStored(r *catalog.Resource, value []byte, rev int64) []byte {
 
 // normalize brings obj to its type's form and applies fieldValidation to what did not fit.
 func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions) ([]string, error) {
+	return s.fit(r, obj, opts, true)
+}
+
+// fit is normalize; with rewrite false it only reports, and obj must already name its kind
+// and apiVersion (it is not changed).
+func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions, rewrite bool) ([]string, error) {
 	gvk := r.GroupVersionKind()
 	if obj.GetKind() == "" {
 		obj.SetKind(gvk.Kind)
@@ -190,7 +196,16 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 		// fits it too: pruning or decoding would find nothing.
 		return nil, nil
 	}
-	unknown, err := r.Behavior.Normalize(obj)
+	var unknown []string
+	var err error
+	if checker, ok := r.Behavior.(catalog.FitChecker); ok && !rewrite {
+		unknown, err = checker.CheckFit(obj)
+	} else {
+		if !rewrite {
+			obj = obj.DeepCopy()
+		}
+		unknown, err = r.Behavior.Normalize(obj)
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 	}

@@ -50,6 +50,15 @@ func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
 	return unknown, typedToUnstructured(u, obj, b.served)
 }
 
+// CheckFit is Normalize without rewriting u (catalog.FitChecker).
+func (b *behavior) CheckFit(u *unstructured.Unstructured) ([]string, error) {
+	obj, err := scheme().New(b.served)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.DecodeStrict(u, obj)
+}
+
 // Default defaults the object and takes it through the internal version and back, as kube's
 // decoding does before anything else sees a request's object (Secret stringData folds into
 // data there, for instance).
