@@ -1,9 +1,11 @@
 package replicas
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +25,7 @@ type cluster struct {
 	stopped map[*embed.Etcd]bool
 }
 
-func freeURL(t *testing.T) url.URL {
+func freeURL(t testing.TB) url.URL {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,8 +36,11 @@ func freeURL(t *testing.T) url.URL {
 }
 
 // startCluster starts n members, each on its own ports and directory, and waits until they
-// form a cluster. They stop when t ends.
-func startCluster(t *testing.T, n int) *cluster {
+// form a cluster. They stop when t ends. Without fsync, members do not sync their log to disk
+// (a test's data on a shared machine); a benchmark wants etcd as deployed. The members'
+// goroutines carry the pprof label etcd=<member>, so that a CPU profile of the test process
+// tells their CPU time from the clients'.
+func startCluster(t testing.TB, n int, fsync bool) *cluster {
 	t.Helper()
 	c := &cluster{}
 	var cfgs []*embed.Config
@@ -53,7 +58,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		cfg.LogLevel = "error"
 		// Elections within a second when a member goes (ticks of 50 ms on a loaded machine).
 		cfg.TickMs, cfg.ElectionMs = 50, 500
-		cfg.UnsafeNoFsync = true // a test's data; the machine is shared
+		cfg.UnsafeNoFsync = !fsync
 		initial = append(initial, cfg.Name+"="+peer.String())
 		c.clientURLs = append(c.clientURLs, client.String())
 		cfgs = append(cfgs, cfg)
@@ -63,7 +68,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	started := make(chan *embed.Etcd, n)
 	for _, cfg := range cfgs {
 		cfg.InitialCluster = strings.Join(initial, ",")
-		go func() {
+		go pprof.Do(context.Background(), pprof.Labels("etcd", cfg.Name), func(context.Context) {
 			e, err := embed.StartEtcd(cfg)
 			if err != nil {
 				errs <- fmt.Errorf("member %s: %w", cfg.Name, err)
@@ -73,7 +78,7 @@ func startCluster(t *testing.T, n int) *cluster {
 			c.configs[e] = cfg
 			c.mu.Unlock()
 			started <- e
-		}()
+		})
 	}
 	for range n {
 		select {
