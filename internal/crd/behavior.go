@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
 )
 
@@ -154,31 +156,51 @@ func hasDefaults(s *structuralschema.Structural) bool {
 	return s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural)
 }
 
-// Validate checks the object against the schema, list-type rules and embedded metadata.
+// Validate checks the object against the schema, list-type rules and embedded metadata, as
+// kube's custom resource strategy does: on update, errors in values the update leaves unchanged
+// (where the old object correlates) are ratcheted — schema, CEL rules and list types alike.
 func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.ErrorList {
 	if b.structural == nil {
 		return nil
 	}
 	var errs field.ErrorList
+	var celOptions []cel.Option
+	var oldObject any
 	if old == nil {
 		errs = apiservervalidation.ValidateCustomResource(nil, obj.UnstructuredContent(), b.validator)
 	} else {
-		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj.UnstructuredContent(), old.UnstructuredContent(), b.validator)
+		oldObject = old.Object
+		correlated := common.NewCorrelatedObject(obj.Object, old.Object, &model.Structural{Structural: b.structural})
+		celOptions = append(celOptions, cel.WithRatcheting(correlated))
+		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj.UnstructuredContent(), old.UnstructuredContent(), b.validator,
+			apiservervalidation.WithRatcheting(correlated))
 	}
 	if b.embedded {
 		// The root's metadata is the pipeline's to validate; embedded resources' is the schema's.
 		errs = append(errs, schemaobjectmeta.Validate(context.TODO(), nil, obj.Object, b.structural, false)...)
 	}
-	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, b.structural, obj.Object)...)
+	if old == nil || len(listtype.ValidateListSetsAndMaps(nil, b.structural, old.Object)) == 0 {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, b.structural, obj.Object)...)
+	}
 	if b.rules != nil {
-		var oldObject any
-		if old != nil {
-			oldObject = old.Object
+		if blocking := blockingError(errs); blocking != nil {
+			return append(errs, blocking)
 		}
-		ruleErrs, _ := b.rules.Validate(context.TODO(), nil, b.structural, obj.Object, oldObject, celconfig.RuntimeCELCostBudget)
+		ruleErrs, _ := b.rules.Validate(context.TODO(), nil, b.structural, obj.Object, oldObject, celconfig.RuntimeCELCostBudget, celOptions...)
 		errs = append(errs, ruleErrs...)
 	}
 	return errs
+}
+
+// blockingError is kube's answer when schema errors keep CEL rules from being evaluated.
+func blockingError(errs field.ErrorList) *field.Error {
+	for _, err := range errs {
+		switch err.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")
+		}
+	}
+	return nil
 }
 
 // SelectableFields returns the CRD's selectableFields values.
