@@ -81,7 +81,7 @@ type longLived struct {
 func (l longLived) Start(<-chan struct{}) { l.SharedInformerFactory.Start(l.stop) }
 
 // singletonStopTimeout bounds how long shutdown waits for the singleton work to stop before
-// it releases the Lease; past it the Lease is left to expire (15 s) instead.
+// it releases the Lease; past it the Lease is left to expire (leader.DefaultLeaseDuration) instead.
 const singletonStopTimeout = time.Second
 
 // stopSingletons ends the singleton work and hands the Lease over, while the loopback still
