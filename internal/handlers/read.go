@@ -218,8 +218,8 @@ func startWatchStream(w http.ResponseWriter, contentType string) http.Flusher {
 func jsonWatch(rq *request, target routing.Target, w io.Writer) func(objects.WatchEvent) error {
 	headersSent := false
 	return func(ev objects.WatchEvent) error {
-		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted ||
-			(ev.Type == watch.Bookmark && target.As == "PartialObjectMetadata")) {
+		// As kube-apiserver's watch encoder, every event but an error is converted, bookmarks too.
+		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted || ev.Type == watch.Bookmark) {
 			obj := &unstructured.Unstructured{}
 			if err := obj.UnmarshalJSON(ev.Object); err == nil {
 				if body, err := converted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, headersSent); err == nil {

@@ -56,7 +56,13 @@ func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.
 			return nil, fmt.Errorf("printing %s: %w", item.GetName(), err)
 		}
 		row := metav1.TableRow{Cells: cells}
-		switch opts.IncludeObject {
+		include := opts.IncludeObject
+		if include == metav1.IncludeNone && item.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			// A watch list's end-of-initial-events bookmark keeps its metadata: that is how a
+			// client sees the annotation in a Table.
+			include = metav1.IncludeMetadata
+		}
+		switch include {
 		case metav1.IncludeNone:
 		case metav1.IncludeObject:
 			raw, err := item.MarshalJSON()
