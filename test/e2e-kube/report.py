@@ -7,7 +7,7 @@ first lines of lapis's failure message).
 
 A spec of the selection is a JUnit testcase other than one ginkgo left out by the label filter
 (state skipped, message exactly "skipped", no run time); the suite's set-up and tear-down nodes
-([SynchronizedBeforeSuite] ...) are not specs, but a failing one is reported, since it fails every
+([SynchronizedBeforeSuite], [ReportAfterSuite] ...) are not specs, but a failing one is reported, since it fails every
 spec after it.
 """
 import os
@@ -36,7 +36,7 @@ def load(path):
         if state == "skipped" and skipped is not None and skipped.get("message") == "skipped" \
                 and float(case.get("time", "0") or 0) == 0:
             continue  # left out by the label filter
-        if re.match(r"^\[(Synchronized)?(Before|After)Suite\]|^\[ReportAfterSuite\]|^\[DeferCleanup", name):
+        if re.match(r"^\[(Synchronized|Report)?(Before|After)Suite\]|^\[DeferCleanup", name):
             if state in FAILED:
                 suite_failures.append((name, text))
             continue

@@ -23,7 +23,8 @@
 #
 # Environment:
 #   E2E_TARGETS   which servers, in this order (default "lapis kube")
-#   E2E_PROCS     ginkgo's parallel processes (default 4: most specs wait on the server, not the CPU)
+#   E2E_PROCS     ginkgo's parallel processes (default 6: most specs wait on the
+#                 server or on a timeout, not on the CPU)
 #   E2E_LABELS    the label filter (default the selection above)
 #   E2E_FOCUS     also a ginkgo --focus regexp (default none), to rerun a few specs
 #   E2E_TIMEOUT   ginkgo's suite timeout (default 4h)
@@ -40,7 +41,7 @@ report_only=
 if [ "${1:-}" = --report ]; then report_only=1; shift; fi
 out=${1:-/tmp/lapis-e2e-kube}
 targets=${E2E_TARGETS:-lapis kube}
-procs=${E2E_PROCS:-4}
+procs=${E2E_PROCS:-6}
 labels=${E2E_LABELS:-'sig-api-machinery && !Disruptive && !Flaky && !/^Feature:/'}
 focus=${E2E_FOCUS:-}
 suite_timeout=${E2E_TIMEOUT:-4h}
@@ -52,14 +53,15 @@ mkdir -p "$out"
 e2e=$(bash "$here/build.sh")
 ginkgo=$(dirname "$e2e")/ginkgo
 
-lapis_pid= kube_dir=
+lapis_pid= kube_dir= kc=
 cleanup() {
   if [ -n "$lapis_pid" ]; then kill "$lapis_pid" 2>/dev/null || true; wait "$lapis_pid" 2>/dev/null || true; fi
   if [ -n "$kube_dir" ]; then bash "$shared/reference/kube-reference" stop "$kube_dir" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
-# start_lapis DIR: lapis on a fresh data dir DIR/data; prints its kubeconfig once it is ready.
+# start_lapis DIR: lapis on a fresh data dir DIR/data; sets lapis_pid, and kc to its kubeconfig
+# once it is ready (not in $(...): lapis_pid must reach cleanup).
 start_lapis() {
   local dir=$1 bin=${LAPIS_BIN:-}
   if [ -z "$bin" ]; then
@@ -71,7 +73,7 @@ start_lapis() {
   "$bin" serve --data-dir "$dir/data" --listen 127.0.0.1:0 --allow-privileged >"$dir/lapis.log" 2>&1 &
   lapis_pid=$!
   for _ in $(seq 1 600); do
-    [ -f "$dir/data/kubeconfig" ] && { echo "$dir/data/kubeconfig"; return 0; }
+    [ -f "$dir/data/kubeconfig" ] && { kc=$dir/data/kubeconfig; return 0; }
     kill -0 "$lapis_pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -100,7 +102,7 @@ for t in $targets; do
   rm -rf "$dir"; mkdir -p "$dir"
   case $t in
   lapis)
-    kc=$(start_lapis "$dir")
+    start_lapis "$dir"
     run_suite lapis "$kc"
     kill "$lapis_pid"; wait "$lapis_pid" 2>/dev/null || true; lapis_pid=
     ;;
