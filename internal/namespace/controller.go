@@ -25,17 +25,25 @@ const kubernetesFinalizer = "kubernetes"
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
+// DeletionGracePeriod is how long the controller leaves a namespace it sees Terminating before
+// it starts on it: kube-controller-manager's namespace controller waits 5 s
+// (namespaceDeletionGracePeriod), for other API servers to observe the deletion and last-minute
+// creations in the namespace to land. Clients rely on that window: controller-runtime's test
+// helpers finalize a namespace themselves right after deleting it.
+const DeletionGracePeriod = 5 * time.Second
+
 // Controller empties and finalizes Terminating namespaces.
 type Controller struct {
 	objects *objects.Service
 	log     *slog.Logger
+	grace   time.Duration // DeletionGracePeriod, shorter in tests
 	mu      sync.Mutex
 	active  map[string]bool // namespaces being emptied
 }
 
 // NewController returns a namespace controller over svc.
 func NewController(svc *objects.Service, log *slog.Logger) *Controller {
-	return &Controller{objects: svc, log: log, active: map[string]bool{}}
+	return &Controller{objects: svc, log: log, grace: DeletionGracePeriod, active: map[string]bool{}}
 }
 
 // Run follows namespaces until ctx ends.
@@ -61,6 +69,11 @@ func (c *Controller) finalize(ctx context.Context, namespaces *catalog.Resource,
 		delete(c.active, name)
 		c.mu.Unlock()
 	}()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(c.grace):
+	}
 	for ctx.Err() == nil {
 		left := c.deleteContent(ctx, name)
 		c.reportConditions(ctx, namespaces, name, left)

@@ -19,7 +19,9 @@ func TestNamespaceDeletion(t *testing.T) {
 	svc, cat := objectstest.NewService(t, "doomed")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go NewController(svc, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx)
+	c := NewController(svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c.grace = 100 * time.Millisecond
+	go c.Run(ctx)
 
 	nss, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	cms, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
