@@ -61,16 +61,16 @@ func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig res
 }
 
 // buildChain makes the admission chain of the plugins enabled and disabled leave on, whose
-// webhooks reach services through services; its informers start with start.
-func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop <-chan struct{}) error {
-	chain, err := lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory,
+// webhooks reach services through services; its informers start with start. Writes go through
+// it once useChain is called.
+func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop <-chan struct{}) (admission.Interface, error) {
+	return lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory,
 		Authorizer: authz, ServiceResolver: services, Stop: stop, Enabled: enabled, Disabled: disabled})
-	if err != nil {
-		return err
-	}
-	l.chain.Store(&chain)
-	return nil
 }
+
+// useChain admits writes with chain from now on. lapis's own first writes (the system
+// namespaces) come before it: its plugins wait for informers of a server not serving yet.
+func (l *loopback) useChain(chain admission.Interface) { l.chain.Store(&chain) }
 
 // start runs the informers and waits until they hold the server's state.
 func (l *loopback) start(ctx context.Context) error {

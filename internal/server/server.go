@@ -21,6 +21,7 @@ import (
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
+	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
@@ -94,19 +95,25 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", cfg.Listen, err)
 	}
+	// Before etcd opens: an exposed embedded etcd's certificates share lapis's CA.
 	creds, err := auth.LoadOrCreate(cfg.DataDir, host)
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	backend, err := openStorage(ctx, cfg, log)
-	if err != nil {
-		return nil, err
-	}
+	// etcd opens (its log, its database, an election: tens of milliseconds, mostly waiting)
+	// while lapis builds what needs no storage: the catalogue, kube's type converters, the
+	// listener, TLS, authentication, authorization and the admission chain.
+	opening := openStorageAsync(ctx, cfg, log)
 	runCtx, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: log, backend: backend, stop: stop, done: make(chan struct{}), unlock: unlock}
+	s := &Server{cfg: cfg, log: log, stop: stop, done: make(chan struct{}), unlock: unlock}
 	fail := func(err error) (*Server, error) {
 		stop()
-		backend.Close()
+		if s.listener != nil {
+			_ = s.listener.Close()
+		}
+		if backend, oerr := opening.wait(); oerr == nil {
+			backend.Close()
+		}
 		return nil, err
 	}
 	if s.audit, err = audit.New(cfg.Audit); err != nil {
@@ -120,10 +127,53 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// SIGTERM while starting (ctx ends) stops what was started: each step below then fails.
 	stopOnCancel := context.AfterFunc(ctx, stop)
 
-	store := backend.Store(log) // refuses writes while the disk is nearly full
+	// kube's type converters for managed fields are parsed once per process (the objects
+	// service needs them): on the other core, meanwhile.
+	go apply.NewManagers()
 	cat := catalog.New()
 	lb := &loopback{}
 	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, lb))...)
+
+	s.listener, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		s.listener = nil
+		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
+	}
+	tlsConfig, loopbackTLS, err := servingTLS(cfg, creds)
+	if err != nil {
+		return fail(err)
+	}
+	if err := lb.connect(s.listener.Addr(), creds, loopbackTLS); err != nil {
+		return fail(err)
+	}
+	// Admission and CRD conversion webhooks are called alike: a service at one of its
+	// EndpointSlices' endpoints, lapis's own kubernetes Service with the loopback credentials.
+	webhookServices, err := lapisadmission.NewServiceResolver(lb.factory, lb.config.Host, runCtx.Done())
+	if err != nil {
+		return fail(err)
+	}
+	authenticator, err := newAuthenticator(cfg, creds)
+	if err != nil {
+		return fail(err)
+	}
+	authorizer, err := authz.New(cfg.AuthorizationModes, lb.factory)
+	if err != nil {
+		return fail(fmt.Errorf("--authorization-mode: %w", err))
+	}
+	lb.authz.Store(authorizer)
+	id := newIdentity(authenticator, authorizer)
+	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
+	chain, err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done())
+	if err != nil {
+		return fail(err)
+	}
+
+	backend, err := opening.wait()
+	if err != nil {
+		return fail(err)
+	}
+	s.backend = backend
+	store := backend.Store(log) // refuses writes while the disk is nearly full
 	s.objects = objects.NewService(store, cat)
 	caches := watchcache.New(runCtx, store, cfg.WatchCacheHistoryBytes, log)
 	s.objects.UseWatchCache(caches)
@@ -138,6 +188,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := crds.Start(runCtx); err != nil {
 		return fail(fmt.Errorf("loading CustomResourceDefinitions: %w", err))
 	}
+	crds.UseWebhookConversion(webhookServices, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, lb.config, noop.NewTracerProvider()))
 	// kube-controller-manager's controllers run unless lapis is kube-apiserver alone (envtest).
 	// Namespace deletion, garbage collection, the default ServiceAccount and compaction run on
 	// the replica holding the controllers' Lease (startSingletons, once lapis serves).
@@ -148,48 +199,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if kcm {
 		go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
 	}
-
-	s.listener, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
-	}
-	tlsConfig, loopbackTLS, err := servingTLS(cfg, creds)
-	if err != nil {
-		_ = s.listener.Close()
-		return fail(err)
-	}
-	if err := lb.connect(s.listener.Addr(), creds, loopbackTLS); err != nil {
-		_ = s.listener.Close()
-		return fail(err)
-	}
-	// Admission and CRD conversion webhooks are called alike: a service at one of its
-	// EndpointSlices' endpoints, lapis's own kubernetes Service with the loopback credentials.
-	webhookServices, err := lapisadmission.NewServiceResolver(lb.factory, lb.config.Host, runCtx.Done())
-	if err != nil {
-		_ = s.listener.Close()
-		return fail(err)
-	}
-	crds.UseWebhookConversion(webhookServices, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, lb.config, noop.NewTracerProvider()))
-	authenticator, err := newAuthenticator(cfg, creds)
-	if err != nil {
-		_ = s.listener.Close()
-		return fail(err)
-	}
-	authorizer, err := authz.New(cfg.AuthorizationModes, lb.factory)
-	if err != nil {
-		_ = s.listener.Close()
-		return fail(fmt.Errorf("--authorization-mode: %w", err))
-	}
-	lb.authz.Store(authorizer)
-	id := newIdentity(authenticator, authorizer)
-	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
-	if err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done()); err != nil {
-		_ = s.listener.Close()
-		return fail(err)
-	}
+	lb.useChain(chain)
 	kubernetesService, err := allocate.NewKubernetesService(s.objects, services, advertised(cfg, s.listener.Addr()), log)
 	if err != nil {
-		_ = s.listener.Close()
 		return fail(err)
 	}
 	s.http = &http.Server{
@@ -214,6 +226,18 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	authenticator.UseServiceAccounts(serviceAccounts)
+	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
+	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
+	// It is written straight to storage, through no authorization: alongside the RBAC policy.
+	serviceSynced := make(chan struct{})
+	go func() {
+		defer close(serviceSynced)
+		syncCtx, cancelSync := context.WithTimeout(runCtx, 2*time.Second)
+		defer cancelSync()
+		if err := kubernetesService.Sync(syncCtx); err != nil && runCtx.Err() == nil {
+			log.Warn("the kubernetes Service before ready", "err", err)
+		}
+	}()
 	// kube-apiserver's rbac/bootstrap-roles post-start hook: lapis is ready once it is done. If
 	// it cannot be (writes refused on a nearly full disk), lapis serves what it can meanwhile
 	// and keeps trying.
@@ -229,18 +253,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		}()
 	}
 	go bootstrap.EnsureDefaults(runCtx, s.objects, log)
-	// kube-controller-manager's controllers, and compaction, on one replica at a time.
+	// kube-controller-manager's controllers, and compaction, on one replica at a time: their
+	// ServiceAccounts' roles are in place.
 	if s.leader, err = s.startSingletons(runCtx, singletons{lb: lb, authenticator: authenticator, creds: creds, store: store, caches: caches}); err != nil {
+		<-serviceSynced
 		s.Shutdown(context.Background())
 		return nil, err
 	}
-	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
-	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
-	syncCtx, cancelSync := context.WithTimeout(runCtx, 2*time.Second)
-	if err := kubernetesService.Sync(syncCtx); err != nil && runCtx.Err() == nil {
-		log.Warn("the kubernetes Service before ready", "err", err)
-	}
-	cancelSync()
+	<-serviceSynced
 	s.ready.Store(true)
 	s.membership = startIdentity(runCtx, lb.client, kubernetesService)
 	go kubernetesService.Run(runCtx)
@@ -258,6 +278,29 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// the heap lapis then keeps: hand it back now rather than over minutes.
 	go debug.FreeOSMemory()
 	return s, nil
+}
+
+// pendingStorage is storage being opened.
+type pendingStorage struct {
+	done    chan struct{}
+	backend *storage.Backend
+	err     error
+}
+
+// openStorageAsync opens storage in the background.
+func openStorageAsync(ctx context.Context, cfg Config, log *slog.Logger) *pendingStorage {
+	p := &pendingStorage{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.backend, p.err = openStorage(ctx, cfg, log)
+	}()
+	return p
+}
+
+// wait returns the opened storage, or why it did not open.
+func (p *pendingStorage) wait() (*storage.Backend, error) {
+	<-p.done
+	return p.backend, p.err
 }
 
 // openStorage connects to the external etcd, or starts the embedded one: reachable only
