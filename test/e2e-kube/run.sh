@@ -56,7 +56,24 @@ ginkgo=$(dirname "$e2e")/ginkgo
 lapis_pid= kube_dir= kc=
 cleanup() {
   if [ -n "$lapis_pid" ]; then kill "$lapis_pid" 2>/dev/null || true; wait "$lapis_pid" 2>/dev/null || true; fi
-  if [ -n "$kube_dir" ]; then bash "$shared/reference/kube-reference" stop "$kube_dir" >/dev/null 2>&1 || true; fi
+  stop_kube
+}
+
+# stop_kube: kube-reference stop, then waits for its processes to end (kube-apiserver lingers
+# once its etcd is gone: SIGKILL after 10 s).
+stop_kube() {
+  [ -n "$kube_dir" ] || return 0
+  local pids p
+  pids=$(cat "$kube_dir"/*.pid 2>/dev/null || true)
+  bash "$shared/reference/kube-reference" stop "$kube_dir" >/dev/null 2>&1 || true
+  for _ in $(seq 1 100); do
+    local alive=
+    for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ -z "$alive" ] && break
+    sleep 0.1
+  done
+  for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
+  kube_dir=
 }
 trap cleanup EXIT
 
@@ -110,7 +127,7 @@ for t in $targets; do
     kube_dir=$dir/reference
     kc=$(bash "$shared/reference/kube-reference" start "$kube_dir")
     run_suite kube "$kc"
-    bash "$shared/reference/kube-reference" stop "$kube_dir" >/dev/null 2>&1 || true; kube_dir=
+    stop_kube
     ;;
   *) echo "unknown target $t (lapis, kube)" >&2; exit 2 ;;
   esac
