@@ -89,6 +89,12 @@ spec:
 func (l *lapisProc) applyCRD(t testing.TB, manifest, name string) {
 	t.Helper()
 	wantEqual(t, "apply crd", l.mustIn(t, manifest, "apply", "-f", "-"), "customresourcedefinition.apiextensions.k8s.io/"+name+" created")
+	// A CRD is created with conditions: null (as kube-apiserver's are), and kubectl 1.32's wait
+	// fails at once on an object without conditions: wait until the controller has set some.
+	eventually(t, 10*time.Second, "crd "+name+" has conditions", func() (bool, string) {
+		out, _, _ := l.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions}")
+		return out != "", out
+	})
 	wantEqual(t, "wait established", l.must(t, "wait", "--for", "condition=established", "--timeout=10s", "crd/"+name),
 		"customresourcedefinition.apiextensions.k8s.io/"+name+" condition met")
 }
