@@ -56,8 +56,7 @@ func TestNamespaces(t *testing.T) {
 	})
 
 	t.Run("delete removes content then the namespace", func(t *testing.T) {
-		l.mustIn(t, gizmoCRD, "apply", "-f", "-")
-		l.must(t, "wait", "--for", "condition=established", "--timeout=10s", "crd/gizmos.ns.example.com")
+		l.applyCRD(t, gizmoCRD, "gizmos.ns.example.com")
 		l.must(t, "create", "ns", "doomed")
 		l.must(t, "create", "configmap", "cm1", "-n", "doomed", "--from-literal=a=b")
 		l.must(t, "create", "secret", "generic", "s1", "-n", "doomed", "--from-literal=a=b")
