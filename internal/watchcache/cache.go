@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lapis-dev/lapis/internal/storage"
@@ -129,8 +129,11 @@ type Cache struct {
 
 	ready chan struct{}
 
-	mu       sync.RWMutex
-	objects  map[string]*Entry
+	mu      sync.RWMutex
+	objects map[string]*Entry
+	// ordered holds objects' entries by key: a list walks the keys under its prefix in order
+	// instead of scanning and sorting every object of the resource.
+	ordered  *btree.BTreeG[*Entry]
 	revision int64    // the cache reflects storage as of this revision
 	oldest   int64    // watches may resume after any revision >= oldest
 	history  []*Event // the latest changes, oldest first
@@ -144,7 +147,7 @@ type Cache struct {
 
 func newCache(store *storage.Store, prefix string, split func(string) (string, string), budget *Budget, log *slog.Logger) *Cache {
 	return &Cache{store: store, prefix: prefix, split: split, budget: budget, log: log, ready: make(chan struct{}),
-		objects: map[string]*Entry{}, watchers: map[*Watcher]struct{}{}, advanced: make(chan struct{})}
+		objects: map[string]*Entry{}, ordered: newOrdered(), watchers: map[*Watcher]struct{}{}, advanced: make(chan struct{})}
 }
 
 func (c *Cache) entry(kv storage.KeyValue) *Entry {
@@ -196,12 +199,15 @@ func sleep(ctx context.Context, d time.Duration) {
 
 func (c *Cache) reset(list storage.ListResult) {
 	objects := make(map[string]*Entry, len(list.Items))
+	ordered := newOrdered()
 	for _, kv := range list.Items {
-		objects[kv.Key] = c.entry(kv)
+		e := c.entry(kv)
+		objects[kv.Key] = e
+		ordered.ReplaceOrInsert(e)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.objects = objects
+	c.objects, c.ordered = objects, ordered
 	c.budget.held.Add(-int64(c.historyHeld))
 	c.history, c.historyHeld = nil, 0
 	c.oldest = list.Revision
@@ -244,9 +250,11 @@ func (c *Cache) apply(b storage.WatchBatch) {
 			}
 			e.Object = e.Previous
 			delete(c.objects, ev.KV.Key)
+			c.ordered.Delete(e.Previous)
 		} else {
 			e.Object = c.entry(ev.KV)
 			c.objects[ev.KV.Key] = e.Object
+			c.ordered.ReplaceOrInsert(e.Object)
 		}
 		c.remember(e)
 		for w := range c.watchers {
@@ -347,14 +355,19 @@ func (c *Cache) List(prefix string) ([]*Entry, int64) {
 }
 
 func (c *Cache) listLocked(prefix string) []*Entry {
-	out := make([]*Entry, 0, len(c.objects))
-	for k, e := range c.objects {
-		if strings.HasPrefix(k, prefix) {
-			out = append(out, e)
+	var out []*Entry
+	c.ordered.AscendGreaterOrEqual(&Entry{KeyValue: storage.KeyValue{Key: prefix}}, func(e *Entry) bool {
+		if !strings.HasPrefix(e.Key, prefix) {
+			return false
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+		out = append(out, e)
+		return true
+	})
 	return out
+}
+
+func newOrdered() *btree.BTreeG[*Entry] {
+	return btree.NewG(32, func(a, b *Entry) bool { return a.Key < b.Key })
 }
 
 // Get returns the object at key as the cache has it.

@@ -176,3 +176,37 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 		t.Errorf("cache holds %d objects", len(entries))
 	}
 }
+
+// Lists walk the keys under their prefix in order, whatever the order of writes, and see
+// deletions and re-creations.
+func TestListOrderedByKey(t *testing.T) {
+	c, s := newTestCache(t)
+	ctx := context.Background()
+	for _, k := range []string{"a1/z", "a/y", "a10/q", "a/b", "b/c", "a/x", "a1/a"} {
+		if _, err := s.Create(ctx, "/registry/things/"+k, thing(k, "web")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Delete(ctx, "/registry/things/a/x", 0); err != nil {
+		t.Fatal(err)
+	}
+	fresh(t, c, s)
+	keys := func(prefix string) string {
+		entries, _ := c.List(prefix)
+		var out []string
+		for _, e := range entries {
+			out = append(out, strings.TrimPrefix(e.Key, "/registry/things/"))
+		}
+		return strings.Join(out, " ")
+	}
+	for prefix, want := range map[string]string{
+		"/registry/things/a/":  "a/b a/y",
+		"/registry/things/a1/": "a1/a a1/z",
+		"/registry/things/":    "a/b a/y a1/a a1/z a10/q b/c",
+		"/registry/things/c/":  "",
+	} {
+		if got := keys(prefix); got != want {
+			t.Errorf("list %s: %q, want %q", prefix, got, want)
+		}
+	}
+}
