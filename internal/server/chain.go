@@ -105,7 +105,7 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	handler = genericfilters.WithRequestInfo(handler, requestInfoResolver)
 	handler = genericfilters.WithRequestReceivedTimestamp(handler)
 	handler = audit.WithAuditInit(handler)
-	return s.recoverPanics(handler)
+	return s.requests.track(s.recoverPanics(handler)) // a shutdown lets these finish
 }
 
 // recoverPanics answers a handler's panic with a 500 (http.ErrAbortHandler goes on: it ends

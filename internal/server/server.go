@@ -55,6 +55,7 @@ type Server struct {
 	audit        *audit.Auditing
 	leader       *leader.Elector // runs the singleton work while this lapis holds its Lease
 	membership   *membership     // this replica's identity Lease and endpoint
+	requests     requestTracker  // requests in flight, which a shutdown lets finish
 }
 
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
@@ -350,14 +351,26 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	// No client should find a kubeconfig of a server that is going away.
 	kubeconfigErr := removeKubeconfig(s.cfg.DataDir)
+	// The singleton work hands its Lease over while this replica leaves the kubernetes
+	// Service's endpoints: both write through the loopback, which still serves.
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		s.membership.leave(s.log)
+	}()
 	s.stopSingletons()
-	s.membership.leave(s.log)
+	<-left
 	shutdownErr := make(chan error, 1)
 	go func() { shutdownErr <- s.http.Shutdown(ctx) }()
-	// Watches never become idle: end them so Shutdown can finish. Other in-flight requests
-	// complete first because Shutdown waits for them before returning.
-	time.Sleep(100 * time.Millisecond)
+	// Requests in flight finish (Shutdown stops new ones); watches never do: they are ended
+	// once the others are done. When every handler has returned, the connections are closed:
+	// Shutdown would wait up to a second for an HTTP/2 client that saw its streams end before
+	// the GOAWAY to hang up.
+	_ = s.requests.wait(ctx)
 	s.stop()
+	if s.requests.waitAll(ctx) == nil {
+		_ = s.http.Close()
+	}
 	err := <-shutdownErr
 	<-s.done
 	if cerr := s.backend.Close(); err == nil {
