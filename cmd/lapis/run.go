@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -24,7 +25,9 @@ const shutdownTimeout = 60 * time.Second
 func runServer(ctx context.Context, cfg server.Config, log *slog.Logger) error {
 	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
+	restoreGC := startGC(os.LookupEnv)
 	srv, err := server.Start(ctx, cfg, log)
+	restoreGC()
 	if err != nil {
 		if ctx.Err() != nil {
 			log.Info("stopped while starting")
@@ -40,6 +43,22 @@ func runServer(ctx context.Context, cfg server.Config, log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// startGCPercent is the garbage collector's GOGC while lapis starts.
+const startGCPercent = 400
+
+// startGC makes the garbage collector run less often until the returned function is called,
+// unless GOGC is set (lookup is os.LookupEnv). Starting allocates several times the heap lapis
+// then keeps (kube's schemes and type converters, OpenAPI documents, the first lists): collected
+// at 400 rather than 100, it costs ~100 ms less CPU on two cores, for ~25 MB more at the peak
+// (Start hands the garbage back once ready).
+func startGC(lookup func(string) (string, bool)) (restore func()) {
+	if _, set := lookup("GOGC"); set {
+		return func() {}
+	}
+	previous := debug.SetGCPercent(startGCPercent)
+	return func() { debug.SetGCPercent(previous) }
 }
 
 // runKubectl runs the bundled kubectl with args, as kubectl itself.
