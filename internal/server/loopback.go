@@ -60,6 +60,22 @@ func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig res
 	return nil
 }
 
+// registerPolicyInformers adds to the factory, before start, the informers kube's admission
+// policy plugins check when they are built (their policies, bindings and the namespaces), for
+// those of the plugins that run: built once these have synced, the plugins are ready at once.
+func (l *loopback) registerPolicyInformers(enabled, disabled []string) {
+	l.factory.Core().V1().Namespaces().Informer()
+	policies := l.factory.Admissionregistration().V1()
+	if lapisadmission.Runs("ValidatingAdmissionPolicy", enabled, disabled) {
+		policies.ValidatingAdmissionPolicies().Informer()
+		policies.ValidatingAdmissionPolicyBindings().Informer()
+	}
+	if lapisadmission.Runs("MutatingAdmissionPolicy", enabled, disabled) {
+		policies.MutatingAdmissionPolicies().Informer()
+		policies.MutatingAdmissionPolicyBindings().Informer()
+	}
+}
+
 // buildChain makes the admission chain of the plugins enabled and disabled leave on, whose
 // webhooks reach services through services; its informers start with start. Writes go through
 // it once useChain is called.
@@ -69,10 +85,11 @@ func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.Serv
 }
 
 // useChain admits writes with chain from now on. lapis's own first writes (the system
-// namespaces) come before it: its plugins wait for informers of a server not serving yet.
+// namespaces, the CustomResourceDefinitions' catalogue) come before any chain: its plugins wait
+// for informers of a server not serving yet.
 func (l *loopback) useChain(chain admission.Interface) { l.chain.Store(&chain) }
 
-// start runs the informers and waits until they hold the server's state.
+// start runs the informers not running yet and waits until all hold the server's state.
 func (l *loopback) start(ctx context.Context) error {
 	l.factory.Start(ctx.Done())
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -61,6 +61,9 @@ type Server struct {
 // Start opens storage, starts lapis's controllers, listens, and writes the admin kubeconfig
 // once requests can be served. It returns when lapis is ready.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	// kube's type converters for managed fields are parsed once per process, and the objects
+	// service needs them: on the other core, while lapis opens etcd and builds the rest.
+	go apply.NewManagers()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -128,9 +131,6 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// SIGTERM while starting (ctx ends) stops what was started: each step below then fails.
 	stopOnCancel := context.AfterFunc(ctx, stop)
 
-	// kube's type converters for managed fields are parsed once per process (the objects
-	// service needs them): on the other core, meanwhile.
-	go apply.NewManagers()
 	cat := catalog.New()
 	lb := &loopback{}
 	cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, lb))...)
@@ -164,10 +164,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	lb.authz.Store(authorizer)
 	id := newIdentity(authenticator, authorizer)
 	serviceAccounts := authn.NewGetter(lb.client, lb.factory)
-	chain, err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done())
-	if err != nil {
-		return fail(err)
-	}
+	lb.registerPolicyInformers(cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins)
 
 	backend, err := opening.wait()
 	if err != nil {
@@ -200,7 +197,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if kcm {
 		go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
 	}
-	lb.useChain(chain)
+	// Writes from here on are admitted: they wait for the chain, built once lapis serves.
+	gate := newAdmissionGate()
+	defer gate.use(nil) // a failed start releases them, refused
+	lb.useChain(gate)
 	kubernetesService, err := allocate.NewKubernetesService(s.objects, services, advertised(cfg, s.listener.Addr()), log)
 	if err != nil {
 		return fail(err)
@@ -226,6 +226,17 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
+	chain, err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done())
+	if err != nil {
+		s.Shutdown(context.Background())
+		return nil, err
+	}
+	if err := lb.start(runCtx); err != nil { // the informers the chain added
+		s.Shutdown(context.Background())
+		return nil, err
+	}
+	lb.useChain(chain)
+	gate.use(chain)
 	authenticator.UseServiceAccounts(serviceAccounts)
 	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
 	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
