@@ -222,6 +222,26 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 			log.Error("serving stopped", "err", err)
 		}
 	}()
+	// From here lapis's first writes run while the informers sync and the admission chain is
+	// built: they wait for it at the gate.
+	// kube-apiserver's rbac/bootstrap-roles post-start hook: lapis is ready once it is done.
+	bootstrapCtx, cancelBootstrap := context.WithTimeout(runCtx, 5*time.Second)
+	defer cancelBootstrap()
+	rbacDone := make(chan error, 1)
+	go func() {
+		rbacDone <- authz.EnsureBootstrapPolicy(klog.NewContext(bootstrapCtx, klog.Background()), lb.client)
+	}()
+	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
+	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
+	serviceSynced := make(chan struct{})
+	go func() {
+		defer close(serviceSynced)
+		syncCtx, cancelSync := context.WithTimeout(runCtx, 2*time.Second)
+		defer cancelSync()
+		if err := kubernetesService.Sync(syncCtx); err != nil && runCtx.Err() == nil {
+			log.Warn("the kubernetes Service before ready", "err", err)
+		}
+	}()
 	if err := lb.start(runCtx); err != nil {
 		s.Shutdown(context.Background())
 		return nil, err
@@ -238,25 +258,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	lb.useChain(chain)
 	gate.use(chain)
 	authenticator.UseServiceAccounts(serviceAccounts)
-	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
-	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
-	// It is written straight to storage, through no authorization: alongside the RBAC policy.
-	serviceSynced := make(chan struct{})
-	go func() {
-		defer close(serviceSynced)
-		syncCtx, cancelSync := context.WithTimeout(runCtx, 2*time.Second)
-		defer cancelSync()
-		if err := kubernetesService.Sync(syncCtx); err != nil && runCtx.Err() == nil {
-			log.Warn("the kubernetes Service before ready", "err", err)
-		}
-	}()
-	// kube-apiserver's rbac/bootstrap-roles post-start hook: lapis is ready once it is done. If
-	// it cannot be (writes refused on a nearly full disk), lapis serves what it can meanwhile
-	// and keeps trying.
-	bootstrapCtx, cancelBootstrap := context.WithTimeout(runCtx, 5*time.Second)
-	err = authz.EnsureBootstrapPolicy(klog.NewContext(bootstrapCtx, klog.Background()), lb.client)
-	cancelBootstrap()
-	if err != nil {
+	// If the RBAC policy cannot be put in place (writes refused on a nearly full disk), lapis
+	// serves what it can meanwhile and keeps trying.
+	if err := <-rbacDone; err != nil {
 		log.Error("RBAC bootstrap policy not in place yet; retrying", "err", err)
 		go func() {
 			if err := authz.EnsureBootstrapPolicy(klog.NewContext(runCtx, klog.Background()), lb.client); err != nil && runCtx.Err() == nil {
