@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -78,9 +79,18 @@ func (l *loopback) registerPolicyInformers(enabled, disabled []string) {
 
 // buildChain makes the admission chain of the plugins enabled and disabled leave on, whose
 // webhooks reach services through services; its informers start with start. Writes go through
-// it once useChain is called.
-func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop <-chan struct{}) (admission.Interface, error) {
-	return lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: l.client, Factory: l.factory,
+// it once useChain is called. The plugins' requests for OpenAPI documents wait until ready is
+// closed (holdOpenAPI).
+func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop, ready <-chan struct{}) (admission.Interface, error) {
+	cfg := rest.CopyConfig(l.config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return holdOpenAPI{next: rt, ready: ready, stopped: stop}
+	})
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("admission's loopback client: %w", err)
+	}
+	return lapisadmission.New(lapisadmission.Options{Loopback: l.config, Client: client, Factory: l.factory,
 		Authorizer: authz, ServiceResolver: services, Stop: stop, Enabled: enabled, Disabled: disabled})
 }
 

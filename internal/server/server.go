@@ -197,6 +197,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if kcm {
 		go rootca.NewController(s.objects, creds.CAPEM, log).Run(runCtx)
 	}
+	serving := make(chan struct{}) // closed once lapis is ready
 	// Writes from here on are admitted: they wait for the chain, built once lapis serves.
 	gate := newAdmissionGate()
 	defer gate.use(nil) // a failed start releases them, refused
@@ -246,7 +247,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Shutdown(context.Background())
 		return nil, err
 	}
-	chain, err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done())
+	chain, err := lb.buildChain(id.authz, webhookServices, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, runCtx.Done(), serving)
 	if err != nil {
 		s.Shutdown(context.Background())
 		return nil, err
@@ -278,6 +279,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	<-serviceSynced
 	s.ready.Store(true)
+	close(serving)
 	s.membership = startIdentity(runCtx, lb.client, kubernetesService)
 	go kubernetesService.Run(runCtx)
 	if !stopOnCancel() {
