@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -81,7 +82,25 @@ func (l *loopback) registerPolicyInformers(enabled, disabled []string) {
 // webhooks reach services through services; its informers start with start. Writes go through
 // it once useChain is called. The plugins' requests for OpenAPI documents wait until ready is
 // closed (holdOpenAPI).
-func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop, ready <-chan struct{}) (admission.Interface, error) {
+func (l *loopback) buildChain(authz authorizer.Authorizer, services webhook.ServiceResolver, enabled, disabled []string, stop, ready <-chan struct{}) (chain admission.Interface, err error) {
+	// kube's webhook plugins register handlers on the informers as they are built and fail on a
+	// nil registration when the informers have stopped: a lapis stopped while starting (SIGTERM
+	// at the wrong moment) ends its start with an error instead.
+	defer func() {
+		if p := recover(); p != nil {
+			select {
+			case <-stop:
+				chain, err = nil, errors.New("stopped while the admission chain was built")
+			default:
+				panic(p)
+			}
+		}
+	}()
+	select {
+	case <-stop:
+		return nil, errors.New("stopped before the admission chain was built")
+	default:
+	}
 	cfg := rest.CopyConfig(l.config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return holdOpenAPI{next: rt, ready: ready, stopped: stop}
