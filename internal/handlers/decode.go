@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 
@@ -128,8 +129,8 @@ func (h *Handler) readObject(req *http.Request, gvk schema.GroupVersionKind) (*u
 		}
 		return obj, issues, err
 	}
-	_, builtin := h.typed.New(gvk)
-	data, err = toJSONFor(contentType(req), data, builtin == nil)
+	typed, notBuiltin := h.typed.New(gvk)
+	data, err = toJSONFor(contentType(req), data, notBuiltin == nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,7 +138,26 @@ func (h *Handler) readObject(req *http.Request, gvk schema.GroupVersionKind) (*u
 	if err == nil {
 		h.auditRequestBody(req, obj)
 	}
+	if err == nil && len(issues) > 0 && notBuiltin == nil {
+		// kube decodes a built-in object into its Go type once, reporting unknown and
+		// duplicate fields together in the order the body has them.
+		issues = typedDecodeIssues(data, typed, issues)
+	}
 	return obj, issues, err
+}
+
+// typedDecodeIssues are the strict decoding errors of data decoded into the Go object into,
+// or the given ones if that decoding fails outright.
+func typedDecodeIssues(data []byte, into runtime.Object, given []string) []string {
+	strictErrs, err := kjson.UnmarshalStrict(data, into, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil || len(strictErrs) == 0 {
+		return given
+	}
+	issues := make([]string, 0, len(strictErrs))
+	for _, e := range strictErrs {
+		issues = append(issues, e.Error())
+	}
+	return issues
 }
 
 var optionsGroupKind = func(kind string) schema.GroupKind { return schema.GroupKind{Group: metav1.GroupName, Kind: kind} }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,7 +210,12 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 	}
-	issues := append(append([]string(nil), opts.DecodeIssues...), unknown...)
+	issues := append([]string(nil), opts.DecodeIssues...)
+	for _, u := range unknown {
+		if !slices.Contains(opts.DecodeIssues, u) { // decoding a built-in body named them already
+			issues = append(issues, u)
+		}
+	}
 	if len(issues) == 0 {
 		return nil, nil
 	}

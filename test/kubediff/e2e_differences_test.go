@@ -23,6 +23,17 @@ func TestE2EDifferences(t *testing.T) {
 		}
 	})
 
+	t.Run("unknown and duplicate fields of a typed object, in body order", func(t *testing.T) {
+		for _, body := range []string{
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"kd-e2e-dup","labels":{"app":"x"}},"spec":{"unknownField":"foo","replicas":2,"replicas":3,
+ "selector":{"matchLabels":{"app":"x"}},"template":{"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`,
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"kd-e2e-dup"},"spec":{"replicas":2,"replicas":3,"unknownField":"foo","other":1}}`,
+		} {
+			r := request{method: "POST", path: "/apis/apps/v1/namespaces/" + ns + "/deployments?fieldValidation=Strict&dryRun=All", contentType: jsonType, body: body}
+			compare(t, r, send(r, r), allowance{})
+		}
+	})
+
 	t.Run("PUT of a custom resource that does not exist", func(t *testing.T) {
 		r := request{method: "PUT", path: widgets + "/e2e-missing", contentType: jsonType,
 			body: `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"e2e-missing"},"spec":{"size":1}}`}
