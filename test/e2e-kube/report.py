@@ -45,7 +45,17 @@ def load(path):
 
 
 def first_lines(text, n=FIRST_LINES):
-    lines = [l.rstrip() for l in text.strip().splitlines() if l.strip()]
+    """The message's first n lines, a dumped object (4 or more lines indented 8 spaces or more,
+    as gomega prints one) folded into one line, so that what was expected of it shows."""
+    lines, run = [], []
+    for l in [l.rstrip() for l in text.strip().splitlines() if l.strip()] + [""]:
+        if l.startswith(" " * 8):
+            run.append(l)
+            continue
+        lines.extend(run if len(run) < 4 else [run[0], f"        ... ({len(run) - 1} more lines)"])
+        run = []
+        if l:
+            lines.append(l)
     return lines[:n]
 
 

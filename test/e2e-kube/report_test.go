@@ -2,6 +2,7 @@ package e2ekube
 
 import (
 	"context"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestReport(t *testing.T) {
 	setup := tc("[SynchronizedBeforeSuite]", "passed", "0.1", "")
 	report := tc("[ReportBeforeSuite]", "passed", "0", "")
 	failed := func(name, msg string) string {
-		return tc(name, "failed", "3", `<failure type="failed">[FAILED] `+msg+"\nIn [It] at: x.go:1\n</failure>")
+		return tc(name, "failed", "3", `<failure type="failed">`+html.EscapeString("[FAILED] "+msg+"\nIn [It] at: x.go:1\n")+`</failure>`)
 	}
 	tests := []struct {
 		name        string
@@ -59,6 +60,12 @@ func TestReport(t *testing.T) {
 		kube:    junit(tc("[It] a", "timedout", "300", `<failure type="timedout">[TIMEDOUT] slow</failure>`)),
 		lapis:   junit(tc("[It] a", "passed", "1", "")),
 		summary: []string{"kube   1 specs: 0 passed, 1 failed", "passes on lapis, fails on kube: [It] a"},
+	}, {
+		name: "a dumped object is folded so that the expectation shows",
+		kube: junit(tc("[It] a", "passed", "1", "")),
+		lapis: junit(failed("[It] a", "Timed out after 300s.\nExpected:\n    <*v1.ResourceQuota>:\n"+
+			strings.Repeat("        status: {}\n", 200)+"to have the following .status.used entries:\n    resourcequotas: \"1\"")),
+		list: []string{"        ... (199 more lines)", "    to have the following .status.used entries:", `        resourcequotas: "1"`},
 	}, {
 		name:    "a failed suite node is reported",
 		kube:    junit(tc("[It] a", "passed", "1", "")),
