@@ -108,7 +108,8 @@ metadata: {name: blocker, namespace: held, finalizers: ["example.com/hold"]}
 		})
 	})
 
-	// kube's namespace controller explains what keeps a namespace Terminating in its conditions.
+	// kube's namespace controller explains what keeps a namespace Terminating in its conditions
+	// (after its 5 s grace period).
 	t.Run("terminating namespace reports remaining finalizers", func(t *testing.T) {
 		l.must(t, "create", "ns", "stuck")
 		l.mustIn(t, `apiVersion: v1
@@ -116,7 +117,7 @@ kind: ConfigMap
 metadata: {name: blocker, namespace: stuck, finalizers: ["example.com/hold"]}
 `, "create", "-f", "-")
 		l.must(t, "delete", "ns", "stuck", "--wait=false")
-		eventually(t, 5*time.Second, "NamespaceFinalizersRemaining condition", func() (bool, string) {
+		eventually(t, 20*time.Second, "NamespaceFinalizersRemaining condition", func() (bool, string) {
 			out, _, _ := l.kubectl("get", "ns", "stuck", "-o",
 				`jsonpath={.status.conditions[?(@.type=="NamespaceFinalizersRemaining")]['status','reason','message']}`)
 			return out == "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances", out
