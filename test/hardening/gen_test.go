@@ -1135,12 +1135,23 @@ func (g *gen) yamlBomb() []byte {
 	return []byte(b.String())
 }
 
+// fromUnstructured is the unstructured converter, which panics on some generated values (a
+// json.Number where a string belongs): those are reported as an error.
+func fromUnstructured(o map[string]any, into runtime.Object) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("converting: %v", p)
+		}
+	}()
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(o, into)
+}
+
 // protobufOf encodes o as Protobuf when it converts to its Go type, then maybe damages it.
 func (g *gen) protobufOf(o map[string]any, k *kind) []byte {
 	var b []byte
 	if k.builtin {
 		typed, err := g.scheme.New(schemaGVK(k))
-		if err == nil && runtime.DefaultUnstructuredConverter.FromUnstructured(o, typed) == nil {
+		if err == nil && fromUnstructured(o, typed) == nil {
 			var buf bytes.Buffer
 			if g.proto.Encode(typed, &buf) == nil {
 				b = buf.Bytes()
