@@ -10,23 +10,13 @@ import (
 	apfbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	schedulingv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 
-	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/catalog/builtin"
-	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/objects"
-	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
 
 func newService(t *testing.T) *objects.Service {
-	t.Helper()
-	b, err := storage.OpenEmbedded(context.Background(), t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
-	return objects.NewService(storage.NewStore(b.Client), cat)
+	svc, _ := objectstest.NewService(t)
+	return svc
 }
 
 // names lists the objects of gvr with their resourceVersions.
