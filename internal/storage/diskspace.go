@@ -3,8 +3,6 @@ package storage
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -89,21 +87,6 @@ func (g *spaceGuard) check() error {
 			ErrNoSpace, free>>20, g.reserve>>20)
 	}
 	return g.err
-}
-
-// walCannotRollOver reports, before etcd starts on dir, whether it will fail to preallocate its
-// next WAL segment: the pending segment (0.tmp, which etcd reuses) is missing and the disk has
-// no room for a new one.
-func walCannotRollOver(dir string) bool {
-	walDir := filepath.Join(dir, "member", "wal")
-	if _, err := os.Stat(walDir); err != nil {
-		return false // a new member: creating its WAL fails at once if there is no room
-	}
-	if st, err := os.Stat(filepath.Join(walDir, "0.tmp")); err == nil && st.Size() >= wal.SegmentSizeBytes {
-		return false
-	}
-	free, err := freeSpace(dir)
-	return err == nil && free < uint64(wal.SegmentSizeBytes)
 }
 
 // Store returns a Store on the backend that, for an embedded etcd, refuses writes while the

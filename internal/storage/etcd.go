@@ -96,9 +96,14 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 	// On a full disk etcd would start, tear its log's tail writing to it and then need a whole
 	// segment's room to repair it: it is not started at all there.
 	if free, err := freeSpace(dir); err == nil && free < minFreeToStart {
-		return nil, fmt.Errorf("the disk holding lapis's data is full (no space left on device: %d KiB free): free space on it and start lapis again", free>>10)
+		return nil, errDiskFull(free, minFreeToStart)
 	}
-	walBlocked := walCannotRollOver(cfg.Dir) // known only before etcd starts
+	// On a nearly full one, etcd's opening of its log is readied so that it has one outcome
+	// (see startroom.go); whether etcd gets its next segment is known only before it starts.
+	walBlocked, err := prepareOpen(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd: %w", err)
