@@ -230,7 +230,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	defer cancelBootstrap()
 	rbacDone := make(chan error, 1)
 	go func() {
-		rbacDone <- authz.EnsureBootstrapPolicy(klog.NewContext(bootstrapCtx, klog.Background()), lb.client)
+		rbacDone <- authz.EnsureBootstrapPolicy(klog.NewContext(bootstrapCtx, klog.Background()), lb.client, createDirect(s.objects))
 	}()
 	// The kubernetes Service exists by the time lapis says it is ready: clients (controller-
 	// runtime's tests among them) list Services at once. Run keeps it, as kube's, afterwards.
@@ -264,7 +264,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err := <-rbacDone; err != nil {
 		log.Error("RBAC bootstrap policy not in place yet; retrying", "err", err)
 		go func() {
-			if err := authz.EnsureBootstrapPolicy(klog.NewContext(runCtx, klog.Background()), lb.client); err != nil && runCtx.Err() == nil {
+			if err := authz.EnsureBootstrapPolicy(klog.NewContext(runCtx, klog.Background()), lb.client, createDirect(s.objects)); err != nil && runCtx.Err() == nil {
 				log.Error("RBAC bootstrap policy", "err", err)
 			}
 		}()

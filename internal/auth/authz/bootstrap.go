@@ -6,12 +6,17 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
 	"k8s.io/klog/v2"
@@ -43,17 +48,27 @@ func bootstrapPolicy() policy {
 // pollInterval is kube's hook's.
 const pollInterval = time.Second
 
+// Creator creates obj, an object of resource (ClusterRoles, ClusterRoleBindings, Roles or
+// RoleBindings of rbac.authorization.k8s.io/v1) in namespace ("" for cluster-scoped ones), as
+// the client's POST would store it, and returns the object stored. lapis gives its objects
+// service's create path: the first start then makes no request per object.
+type Creator func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+
 // EnsureBootstrapPolicy creates or reconciles kube's bootstrap roles and bindings through client
 // (a system:masters client of lapis) as kube-apiserver's rbac/bootstrap-roles post-start hook
 // does: missing rules, subjects, labels and annotations are added, nothing is removed, and
 // objects annotated rbac.authorization.kubernetes.io/autoupdate=false are left alone. It tries
 // every second until everything is reconciled (kube gives up after 30 s: bound ctx so) and
 // returns ctx's end with the last failure. Logs go to ctx's klog logger.
-func EnsureBootstrapPolicy(ctx context.Context, client kubernetes.Interface) error {
+//
+// When create is not nil and no Role, ClusterRole or binding is stored yet (a first start), the
+// objects are created through it instead of the client; reads, updates and any later pass use
+// the client.
+func EnsureBootstrapPolicy(ctx context.Context, client kubernetes.Interface, create Creator) error {
 	p := bootstrapPolicy()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		last = p.ensure(ctx, client)
+		last = p.ensure(ctx, client, create)
 		return last == nil, nil
 	})
 	if err != nil {
@@ -67,7 +82,7 @@ func EnsureBootstrapPolicy(ctx context.Context, client kubernetes.Interface) err
 
 // ensure is one pass of kube's ensureRBACPolicy: it reconciles as many objects as it can and
 // reports what failed. What exists is listed once, and read again only when a write races.
-func (p policy) ensure(ctx context.Context, client kubernetes.Interface) error {
+func (p policy) ensure(ctx context.Context, client kubernetes.Interface, create Creator) error {
 	log := klog.FromContext(ctx)
 	rbac := client.RbacV1()
 	// Lists first, as kube makes sure storage answers before it reconciles.
@@ -87,10 +102,15 @@ func (p policy) ensure(ctx context.Context, client kubernetes.Interface) error {
 	if err != nil {
 		return fmt.Errorf("unable to initialize rolebindings: %w", err)
 	}
-	clusterRoles := &clusterRoleModifier{reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()}, newListed(crs.Items)}
-	clusterRoleBindings := &clusterRoleBindingModifier{reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()}, newListed(crbs.Items)}
-	roles := &roleModifier{reconciliation.RoleModifier{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}, newListed(rs.Items)}
-	roleBindings := &roleBindingModifier{reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}, newListed(rbs.Items)}
+	// A first start creates every object: through create, without a request each, when given.
+	var d *direct
+	if create != nil && len(crs.Items)+len(crbs.Items)+len(rs.Items)+len(rbs.Items) == 0 {
+		d = &direct{ctx: ctx, create: create, namespaces: client.CoreV1().Namespaces(), ensured: map[string]bool{}}
+	}
+	clusterRoles := &clusterRoleModifier{reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()}, newListed(crs.Items), d}
+	clusterRoleBindings := &clusterRoleBindingModifier{reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()}, newListed(crbs.Items), d}
+	roles := &roleModifier{reconciliation.RoleModifier{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}, newListed(rs.Items), d}
+	roleBindings := &roleBindingModifier{reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: client.CoreV1().Namespaces()}, newListed(rbs.Items), d}
 
 	if err := p.primeAggregated(ctx, client, clusterRoles.listed); err != nil {
 		return fmt.Errorf("unable to prime aggregated clusterroles: %w", err)
@@ -140,29 +160,35 @@ func (p policy) ensure(ctx context.Context, client kubernetes.Interface) error {
 			})
 		}
 	}
+	// A few workers take the jobs in turn: a worker's stack, grown by the write path's deep
+	// calls, serves many objects.
 	var (
 		mu     sync.Mutex
 		failed []error
 		wg     sync.WaitGroup
-		slots  = make(chan struct{}, reconcileParallelism)
+		queue  = make(chan func() error)
 	)
-	for _, job := range jobs {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := job(); err != nil {
-				mu.Lock()
-				failed = append(failed, err)
-				mu.Unlock()
+	for range min(reconcileParallelism, len(jobs)) {
+		wg.Go(func() {
+			for job := range queue {
+				if err := job(); err != nil {
+					mu.Lock()
+					failed = append(failed, err)
+					mu.Unlock()
+				}
 			}
-		}()
+		})
 	}
+	for _, job := range jobs {
+		queue <- job
+	}
+	close(queue)
 	wg.Wait()
 	return utilerrors.NewAggregate(failed)
 }
 
-// reconcileParallelism is how many objects are reconciled at once.
+// reconcileParallelism is how many objects are reconciled at once: enough for etcd to commit
+// many writes with each disk sync.
 const reconcileParallelism = 16
 
 // retryable is kube's: conflicts, and storage not yet ready.
@@ -318,6 +344,7 @@ func (l *listed[T]) take(ns, name string) (item *T, ok bool) {
 type clusterRoleModifier struct {
 	reconciliation.ClusterRoleModifier
 	listed *listed[rbacv1.ClusterRole]
+	direct *direct // nil: creates through the client
 }
 
 func (m *clusterRoleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
@@ -333,6 +360,7 @@ func (m *clusterRoleModifier) Get(ns, name string) (reconciliation.RuleOwner, er
 type clusterRoleBindingModifier struct {
 	reconciliation.ClusterRoleBindingClientAdapter
 	listed *listed[rbacv1.ClusterRoleBinding]
+	direct *direct
 }
 
 func (m *clusterRoleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
@@ -348,6 +376,7 @@ func (m *clusterRoleBindingModifier) Get(ns, name string) (reconciliation.RoleBi
 type roleModifier struct {
 	reconciliation.RoleModifier // creates a role's namespace when missing, as kube's hook does
 	listed                      *listed[rbacv1.Role]
+	direct                      *direct
 }
 
 func (m *roleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
@@ -363,6 +392,7 @@ func (m *roleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
 type roleBindingModifier struct {
 	reconciliation.RoleBindingClientAdapter
 	listed *listed[rbacv1.RoleBinding]
+	direct *direct
 }
 
 func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
@@ -373,4 +403,118 @@ func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, 
 		return reconciliation.RoleBindingAdapter{RoleBinding: b.DeepCopy()}, nil
 	}
 	return m.RoleBindingClientAdapter.Get(ns, name)
+}
+
+func (m *clusterRoleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	if m.direct == nil {
+		return m.ClusterRoleModifier.Create(in)
+	}
+	out := &rbacv1.ClusterRole{}
+	if err := m.direct.store(clusterRolesResource, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, out); err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleRuleOwner{ClusterRole: out}, nil
+}
+
+func (m *clusterRoleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	if m.direct == nil {
+		return m.ClusterRoleBindingClientAdapter.Create(in)
+	}
+	out := &rbacv1.ClusterRoleBinding{}
+	if err := m.direct.store(clusterRoleBindingsResource, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, out); err != nil {
+		return nil, err
+	}
+	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: out}, nil
+}
+
+func (m *roleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+	if m.direct == nil {
+		return m.RoleModifier.Create(in)
+	}
+	out := &rbacv1.Role{}
+	if err := m.direct.store(rolesResource, in.(reconciliation.RoleRuleOwner).Role, out); err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleRuleOwner{Role: out}, nil
+}
+
+func (m *roleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
+	if m.direct == nil {
+		return m.RoleBindingClientAdapter.Create(in)
+	}
+	out := &rbacv1.RoleBinding{}
+	if err := m.direct.store(roleBindingsResource, in.(reconciliation.RoleBindingAdapter).RoleBinding, out); err != nil {
+		return nil, err
+	}
+	return reconciliation.RoleBindingAdapter{RoleBinding: out}, nil
+}
+
+var (
+	clusterRolesResource        = rbacv1.SchemeGroupVersion.WithResource("clusterroles")
+	clusterRoleBindingsResource = rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")
+	rolesResource               = rbacv1.SchemeGroupVersion.WithResource("roles")
+	roleBindingsResource        = rbacv1.SchemeGroupVersion.WithResource("rolebindings")
+)
+
+// kinds are the bootstrap resources' kinds, which kube's templates leave out of their TypeMeta.
+var kinds = map[schema.GroupVersionResource]string{
+	clusterRolesResource: "ClusterRole", clusterRoleBindingsResource: "ClusterRoleBinding",
+	rolesResource: "Role", roleBindingsResource: "RoleBinding",
+}
+
+// direct creates a pass's objects through a Creator. The reconciliation package's client
+// interfaces take no context: the pass's is kept here.
+type direct struct {
+	ctx    context.Context
+	create Creator
+	// As kube's Role and RoleBinding adapters, a namespaced object's namespace is made when
+	// missing: asked once per namespace and pass.
+	namespaces corev1client.NamespaceInterface
+	mu         sync.Mutex
+	ensured    map[string]bool
+}
+
+// store creates in (a kube template) as resource and decodes the stored object into out.
+func (d *direct) store(resource schema.GroupVersionResource, in, out runtime.Object) error {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	obj.SetGroupVersionKind(resource.GroupVersion().WithKind(kinds[resource]))
+	if ns := obj.GetNamespace(); ns != "" {
+		if err := d.ensureNamespace(ns); err != nil {
+			return err
+		}
+	}
+	created, err := d.create(d.ctx, resource, obj.GetNamespace(), obj)
+	if err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, out)
+}
+
+// ensureNamespace is what kube's adapters do before they create a namespaced object (their
+// tryEnsureNamespace): a namespace that cannot be read for lack of permission is assumed, one
+// missing is created through the client.
+func (d *direct) ensureNamespace(name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ensured[name] {
+		return nil
+	}
+	_, err := d.namespaces.Get(d.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = d.namespaces.Create(d.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if apierrors.IsForbidden(err) {
+		err = nil
+	}
+	if err == nil {
+		d.ensured[name] = true
+	}
+	return err
 }

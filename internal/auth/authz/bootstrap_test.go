@@ -3,17 +3,23 @@ package authz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/component-helpers/auth/rbac/validation"
 	rbacv1helpers "k8s.io/kubernetes/pkg/apis/rbac/v1"
@@ -24,7 +30,7 @@ func ensure(t *testing.T, c *fake.Clientset) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := EnsureBootstrapPolicy(ctx, c); err != nil {
+	if err := EnsureBootstrapPolicy(ctx, c, nil); err != nil {
 		t.Fatalf("EnsureBootstrapPolicy: %v", err)
 	}
 }
@@ -204,9 +210,129 @@ func TestEnsureBootstrapPolicyRetries(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		err := EnsureBootstrapPolicy(ctx, c)
+		err := EnsureBootstrapPolicy(ctx, c, nil)
 		if err == nil || !strings.Contains(err.Error(), "unable to initialize roles: unable to initialize clusterroles: etcd is starting") {
 			t.Errorf("EnsureBootstrapPolicy: %v", err)
 		}
 	})
+}
+
+// creator is a Creator storing into c's tracker, counting its calls.
+func creator(c *fake.Clientset, calls *atomic.Int32) Creator {
+	return func(_ context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		calls.Add(1)
+		if obj.GetKind() != kinds[resource] || obj.GetAPIVersion() != "rbac.authorization.k8s.io/v1" || obj.GetNamespace() != namespace {
+			return nil, fmt.Errorf("%s %s in %q handed over as %s %s in %q", resource.Resource, obj.GetName(), namespace, obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace())
+		}
+		typed, err := scheme.Scheme.New(obj.GroupVersionKind())
+		if err != nil {
+			return nil, err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
+			return nil, err
+		}
+		if err := c.Tracker().Create(resource, typed, namespace); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+}
+
+// stored is every RBAC object of c, typed, by kind, namespace and name.
+func stored(t *testing.T, c *fake.Clientset) map[string]runtime.Object {
+	t.Helper()
+	out := map[string]runtime.Object{}
+	for resource, kind := range kinds {
+		list, err := c.Tracker().List(resource, rbacv1.SchemeGroupVersion.WithKind(kind), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range items {
+			m, _ := meta.Accessor(item)
+			m.SetManagedFields(nil) // the fake's own, with the time of each write
+			out[kind+" "+m.GetNamespace()+"/"+m.GetName()] = item
+		}
+	}
+	return out
+}
+
+// TestEnsureBootstrapPolicyDirect: on a first start the objects go through the Creator, none
+// through the client, and end up as the client would have stored them; the namespaces of
+// namespaced ones are made through the client. Once anything is stored, the Creator is not used.
+func TestEnsureBootstrapPolicyDirect(t *testing.T) {
+	viaClient := fake.NewClientset()
+	ensure(t, viaClient)
+
+	c := fake.NewClientset()
+	var calls atomic.Int32
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := EnsureBootstrapPolicy(ctx, c, creator(c, &calls)); err != nil {
+		t.Fatal(err)
+	}
+	want, got := stored(t, viaClient), stored(t, c)
+	if int(calls.Load()) != len(want) {
+		t.Errorf("%d objects created directly, want %d", calls.Load(), len(want))
+	}
+	for _, verb := range writes(c) {
+		if verb != "create namespaces" {
+			t.Errorf("a first start wrote %q through the client", verb)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d objects, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || !equality.Semantic.DeepEqual(g, w) {
+			t.Errorf("%s: %+v\nwant %+v", k, g, w)
+		}
+	}
+	for ns := range bootstrappolicy.NamespaceRoles() {
+		if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+			t.Errorf("namespace %s of the roles: %v", ns, err)
+		}
+	}
+
+	// A second start (everything stored) and a start with something stored use the client.
+	for name, c := range map[string]*fake.Clientset{
+		"restart":       c,
+		"one role kept": fake.NewClientset(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}),
+	} {
+		calls.Store(0)
+		if err := EnsureBootstrapPolicy(ctx, c, creator(c, &calls)); err != nil {
+			t.Fatal(err)
+		}
+		if calls.Load() != 0 {
+			t.Errorf("%s: %d objects created directly", name, calls.Load())
+		}
+	}
+}
+
+// TestEnsureBootstrapPolicyDirectFails: a Creator's failure fails the pass as a client's would,
+// and the next pass, seeing some objects stored, creates the rest through the client.
+func TestEnsureBootstrapPolicyDirectFails(t *testing.T) {
+	c := fake.NewClientset()
+	var calls atomic.Int32
+	ok := creator(c, &calls)
+	failing := func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if obj.GetName() == "view" {
+			return nil, apierrors.NewInternalError(errors.New("disk on fire"))
+		}
+		return ok(ctx, resource, namespace, obj)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := EnsureBootstrapPolicy(ctx, c, failing); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{}); err != nil {
+		t.Errorf("view after a failed first create: %v", err)
+	}
+	if !slices.Contains(writes(c), "create clusterroles") {
+		t.Errorf("the second pass did not create through the client: %q", writes(c))
+	}
 }

@@ -8,7 +8,9 @@
 //     SelfSubjectRulesReview.
 //   - EnsureBootstrapPolicy is kube-apiserver's rbac/bootstrap-roles post-start hook: kube's
 //     bootstrap policy (cluster-admin, admin, edit, view, the system:* and system:controller:*
-//     roles and their bindings) created or reconciled with kube's reconciliation package.
+//     roles and their bindings) created or reconciled with kube's reconciliation package. On a
+//     first start (no RBAC object stored) its creates may go through a Creator, lapis's own
+//     create path, instead of one loopback request each.
 //   - CheckRBACWrite is the escalation check of kube's RBAC storage: a Role, ClusterRole or
 //     binding write may grant only what its author holds, unless they may `escalate` roles or
 //     `bind` the referenced role.
