@@ -114,18 +114,33 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 	if !ok2 || !ok3 {
 		return nil, errors.New("ipaddresses or servicecidrs are not served")
 	}
-	if err := ensureServiceCIDR(ctx, svc, cidrs, cfg); err != nil {
-		return nil, fmt.Errorf("default ServiceCIDR: %w", err)
-	}
-
 	ipInformer := ipAddressInformer{newInformer(&listWatch{ctx: ctx, objects: svc, r: ips,
 		newList: func() runtime.Object { return &networkingv1.IPAddressList{} },
 		newObj:  func() runtime.Object { return &networkingv1.IPAddress{} }})}
 	cidrInformer := serviceCIDRInformer{newInformer(&listWatch{ctx: ctx, objects: svc, r: cidrs,
 		newList: func() runtime.Object { return &networkingv1.ServiceCIDRList{} },
 		newObj:  func() runtime.Object { return &networkingv1.ServiceCIDR{} }})}
+	// The informers sync while the default ServiceCIDR is written (on a first start that write
+	// waits for the admission chain); they stop with ctx, or at once when starting fails.
+	informers, stopInformers := context.WithCancel(ctx)
+	started := false
+	defer func() {
+		if !started {
+			stopInformers()
+		}
+	}()
+	go ipInformer.informer.RunWithContext(informers)
+	go cidrInformer.informer.RunWithContext(informers)
+	if err := ensureServiceCIDR(ctx, svc, cidrs, cfg); err != nil {
+		return nil, fmt.Errorf("default ServiceCIDR: %w", err)
+	}
+	if !cache.WaitFor(ctx, "", ipInformer.informer.HasSyncedChecker(), cidrInformer.informer.HasSyncedChecker()) {
+		return nil, errors.New("IPAddress and ServiceCIDR informers did not sync")
+	}
+	// The allocators are made once the informers have synced: kube's MetaAllocator checks their
+	// sync when made and then every 100 ms (up to 100 ms lost). Their handlers get the informers'
+	// objects as they register.
 	client := networking{ips: ipAddresses{ctx: ctx, objects: svc, r: ips}}
-	// The allocators register their handlers before the informers run.
 	byFamily := map[api.IPFamily]ipallocator.Interface{}
 	metas := make([]*ipallocator.MetaAllocator, 0, len(cfg.ClusterIPRanges))
 	for _, cidr := range cfg.ClusterIPRanges {
@@ -136,21 +151,16 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 		byFamily[familyOfCIDR(cidr)] = meta
 		metas = append(metas, meta)
 	}
-	go ipInformer.informer.RunWithContext(ctx)
-	go cidrInformer.informer.RunWithContext(ctx)
 	go func() {
 		<-ctx.Done()
 		for _, m := range metas {
 			m.Destroy()
 		}
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), ipInformer.informer.HasSynced, cidrInformer.informer.HasSynced) {
-		return nil, errors.New("IPAddress and ServiceCIDR informers did not sync")
-	}
 	// The MetaAllocators build their per-CIDR allocators from ServiceCIDR events, asynchronously.
 	for i, meta := range metas {
 		first, _ := netutils.GetIndexedIP(cfg.ClusterIPRanges[i], 1)
-		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			return hasAllocator(meta, first), nil
 		}); err != nil {
 			return nil, fmt.Errorf("cluster IP allocator for %s did not become ready: %w", cfg.ClusterIPRanges[i], err)
@@ -175,6 +185,7 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 		klog.ErrorS(err, "repairing Service allocations at start")
 	}
 	services.Allocator = s
+	started = true
 	return s, nil
 }
 
