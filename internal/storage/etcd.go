@@ -42,7 +42,8 @@ func OpenEmbedded(ctx context.Context, dir string, clientURL string) (*Backend, 
 	return OpenEmbeddedTLS(ctx, dir, clientURL, nil)
 }
 
-// minFreeToStart is the free space below which the embedded etcd is not started.
+// minFreeToStart is the room the embedded etcd must have left once its start has taken what it
+// takes (see openRoom): below it, it is not started.
 const minFreeToStart = 4 << 20
 
 // OpenEmbeddedTLS is OpenEmbedded exposing etcd at an https clientURL with serving, which
@@ -94,13 +95,10 @@ func OpenEmbeddedTLS(ctx context.Context, dir string, clientURL string, serving 
 	cfg.QuotaBackendBytes = 8 * 1024 * 1024 * 1024
 
 	// On a full disk etcd would start, tear its log's tail writing to it and then need a whole
-	// segment's room to repair it: it is not started at all there.
-	if free, err := freeSpace(dir); err == nil && free < minFreeToStart {
-		return nil, errDiskFull(free, minFreeToStart)
-	}
-	// On a nearly full one, etcd's opening of its log is readied so that it has one outcome
-	// (see startroom.go); whether etcd gets its next segment is known only before it starts.
-	walBlocked, err := prepareOpen(cfg.Dir)
+	// segment's room to repair it: it is not started at all there. On a nearly full one, its
+	// start is readied so that it has one outcome (see startroom.go); whether etcd gets its
+	// next segment is known only before it starts.
+	walBlocked, err := prepareOpen(dir, cfg.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -28,12 +28,15 @@ import (
 // MAP_POPULATE, and reading a hole of a tmpfs file allocates it (bbolt grows its file with
 // ftruncate, 16 MiB at a time).
 
-// openRoom is what opening an existing member takes from its disk, in bytes.
+// openRoom is what starting etcd on its data takes from the disk, in bytes.
 type openRoom struct {
 	free uint64 // available now
 	db   uint64 // the database's holes, allocated as it opens (tmpfs only)
 	next uint64 // the next WAL segment beyond what a left-over 0.tmp holds
 	tail uint64 // preallocating the last segment again beyond what it holds
+	// fresh: a new member. etcd preallocates its first segment (and panics if it cannot),
+	// then, as for any member, the next one.
+	fresh bool
 }
 
 // startPlan is what to do before etcd opens.
@@ -44,14 +47,27 @@ const (
 	startTrimmed                  // cut the last segment first, then measure again
 )
 
-// errDiskFull says the disk has no room for etcd to open at all.
+// errDiskFull says the disk has no room for etcd to start at all.
 func errDiskFull(free, need uint64) error {
-	return fmt.Errorf("the disk holding lapis's data is full (no space left on device: %d KiB free, etcd needs %d KiB to open): free space on it and start lapis again", free>>10, need>>10)
+	return fmt.Errorf("the disk holding lapis's data is full (no space left on device: %s free, etcd needs %s to start): free space on it and start lapis again", bytesString(free), bytesString(need))
 }
 
-// plan decides from r, measured before etcd opens an existing member, whether it can open at
-// all, and whether the last segment must be cut first.
+func bytesString(n uint64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+// plan decides from r, measured before etcd starts, whether it can start at all, and whether
+// the last segment must be cut first.
 func (r openRoom) plan() (startPlan, error) {
+	if r.fresh {
+		if need := r.next + minFreeToStart; r.free < need {
+			return 0, errDiskFull(r.free, need)
+		}
+		return startAsIs, nil // nothing is freed while etcd starts: no race
+	}
 	if need := r.db + minFreeToStart; r.free < need {
 		return 0, errDiskFull(r.free, need)
 	}
@@ -65,24 +81,30 @@ func (r openRoom) plan() (startPlan, error) {
 // cut whatever the free space by then (see spaceGuard.walBlocked). Only meaningful with nothing
 // for the last segment to take back (startAsIs, or after trimTail).
 func (r openRoom) blocked() bool {
+	if r.fresh {
+		return r.free < 2*r.next+minFreeToStart
+	}
 	return r.free < r.db+r.next+minFreeToStart
 }
 
-// measureRoom measures what opening the member under etcdDir takes; ok is false for a new
-// member (no WAL yet).
-func measureRoom(etcdDir string) (r openRoom, ok bool, err error) {
+// measureRoom measures what starting etcd on etcdDir takes from the disk holding dataDir.
+func measureRoom(dataDir, etcdDir string) (r openRoom, err error) {
+	if r.free, err = freeSpace(existingAncestor(dataDir)); err != nil {
+		return r, err
+	}
 	walDir := filepath.Join(etcdDir, "member", "wal")
 	tail, err := lastSegment(walDir)
-	if err != nil || tail == "" {
-		return r, false, err
+	if err != nil {
+		return r, err
 	}
-	if r.free, err = freeSpace(etcdDir); err != nil {
-		return r, false, err
+	r.next = uint64(wal.SegmentSizeBytes)
+	if tail == "" { // as wal.Exist: no segment, a new log
+		r.fresh = true
+		return r, nil
 	}
 	if size, held, err := allocated(tail); err == nil && size > held {
 		r.tail = uint64(size - held)
 	}
-	r.next = uint64(wal.SegmentSizeBytes)
 	// etcd reuses a left-over 0.tmp: its first allocation is always 0.tmp, opened without
 	// truncation, and preallocating what is already allocated takes nothing.
 	if _, held, err := allocated(filepath.Join(walDir, "0.tmp")); err == nil {
@@ -93,7 +115,17 @@ func measureRoom(etcdDir string) (r openRoom, ok bool, err error) {
 			r.db = uint64(size - held)
 		}
 	}
-	return r, true, nil
+	return r, nil
+}
+
+// existingAncestor is dir or its nearest ancestor that exists (etcd creates the rest).
+func existingAncestor(dir string) string {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // allocated returns a regular file's size and the bytes its blocks hold.
@@ -166,13 +198,13 @@ func trimTail(walDir string) error {
 	return fileutil.Fsync(f.File)
 }
 
-// prepareOpen readies the member under etcdDir for etcd to open with one possible outcome:
-// an error when the disk has no room for it, otherwise whether etcd will have no next WAL
-// segment (walBlocked).
-func prepareOpen(etcdDir string) (walBlocked bool, err error) {
-	r, ok, err := measureRoom(etcdDir)
-	if err != nil || !ok {
-		return false, nil // a new member, or nothing known: etcd reports its own failures
+// prepareOpen readies etcd's data under etcdDir, in lapis's dataDir, for etcd to start with
+// one possible outcome: an error when the disk has no room for it, otherwise whether etcd
+// will have no next WAL segment (walBlocked).
+func prepareOpen(dataDir, etcdDir string) (walBlocked bool, err error) {
+	r, err := measureRoom(dataDir, etcdDir)
+	if err != nil {
+		return false, nil // nothing known: etcd reports its own failures
 	}
 	p, err := r.plan()
 	if err != nil {
@@ -182,7 +214,7 @@ func prepareOpen(etcdDir string) (walBlocked bool, err error) {
 		if err := trimTail(filepath.Join(etcdDir, "member", "wal")); err != nil {
 			return false, fmt.Errorf("the disk holding lapis's data is nearly full (%d MiB free) and etcd's log could not be readied to open there (%w): free space on it and start lapis again", r.free>>20, err)
 		}
-		if r, _, err = measureRoom(etcdDir); err != nil {
+		if r, err = measureRoom(dataDir, etcdDir); err != nil {
 			return false, err
 		}
 	}

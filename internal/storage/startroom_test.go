@@ -31,6 +31,9 @@ func TestOpenRoomPlan(t *testing.T) {
 		{"a sparse last segment takes room again", openRoom{free: seg + minFreeToStart, next: seg, tail: 10 * mib}, false, startTrimmed, false},
 		{"full", openRoom{free: 1 * mib, next: seg}, true, 0, false},
 		{"room only for the database's holes", openRoom{free: 18 * mib, db: 16 * mib, next: seg}, true, 0, false},
+		{"new member with room for two segments", openRoom{free: 2*seg + minFreeToStart, next: seg, fresh: true}, false, startAsIs, false},
+		{"new member with room for one segment", openRoom{free: seg + minFreeToStart, next: seg, fresh: true}, false, startAsIs, true},
+		{"new member without room for its first segment", openRoom{free: 60 * mib, next: seg, fresh: true}, true, 0, false},
 	} {
 		p, err := c.room.plan()
 		if c.full {
@@ -261,5 +264,47 @@ func TestOpenNearlyFullTmpfs(t *testing.T) {
 	wantKeys(t, b, map[string]int{"k": 20})
 	if _, err := b.Client.Put(context.Background(), "late", "v"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStartFreshNearlyFullTmpfs: a new member starts where its first WAL segment fits, without
+// a next one where only that fits, and otherwise not at all, saying the disk is full (etcd
+// panicked creating its WAL).
+func TestStartFreshNearlyFullTmpfs(t *testing.T) {
+	mnt := mountTmpfs(t, "200m")
+	for i, c := range []struct {
+		free    uint64
+		full    bool
+		blocked bool
+	}{
+		{30 * mib, true, false},
+		{100 * mib, false, true},
+		{140 * mib, false, false},
+	} {
+		fill := fillTo(t, mnt, c.free)
+		dir := filepath.Join(mnt, fmt.Sprint(i))
+		b, err := OpenEmbedded(context.Background(), dir, "")
+		switch {
+		case c.full:
+			if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+				t.Errorf("%d MiB free: %v, want an error saying the disk is full", c.free>>20, err)
+			}
+		case err != nil:
+			t.Errorf("%d MiB free: %v", c.free>>20, err)
+		default:
+			if b.walBlocked != c.blocked {
+				t.Errorf("%d MiB free: walBlocked %v, want %v", c.free>>20, b.walBlocked, c.blocked)
+			}
+			writeKeys(t, b, "k", 3)
+		}
+		if err == nil {
+			b.Close()
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(fill); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
