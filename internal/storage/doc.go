@@ -3,5 +3,7 @@
 // the object's JSON without its resourceVersion, which is the etcd revision that last wrote it.
 // Creates and updates are etcd transactions (create-if-absent, compare-mod-revision), so several
 // lapis processes can share one etcd. A Backend tells an observer of every etcd request, and
-// the size of etcd's database, for /metrics.
+// the size of etcd's database, for /metrics. The embedded etcd is started only where it has room
+// to, and on a nearly full disk with a single outcome (startroom.go); writes are refused before
+// it can run out of disk (diskspace.go).
 package storage
