@@ -49,12 +49,20 @@ func repair(ctx context.Context, svc *objects.Service, services *catalog.Resourc
 			held = append(held, int(s.Spec.HealthCheckNodePort))
 		}
 	}
+	// The bitmap is written only when a port was missing from it: a write while lapis starts
+	// makes the loopback informers' consistent lists wait for every watch cache to hear of it.
 	return nodePorts.update(func() error {
+		changed := false
 		for _, port := range held {
 			if cfg.NodePortRange.Contains(port) {
 				// Already taken (by this Service, or by another: kube reports it and goes on).
-				_, _ = nodePorts.mem.Allocate(port - cfg.NodePortRange.Base)
+				if ok, _ := nodePorts.mem.Allocate(port - cfg.NodePortRange.Base); ok {
+					changed = true
+				}
 			}
+		}
+		if !changed {
+			return errUnchanged
 		}
 		return nil
 	})
