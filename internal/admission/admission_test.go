@@ -488,3 +488,24 @@ func TestPolicyStatus(t *testing.T) {
 		t.Errorf("RunPolicyStatus: %v", err)
 	}
 }
+
+// TestLazySchemas: kube's definitions resolver is built on the first type check, once.
+func TestLazySchemas(t *testing.T) {
+	builds := 0
+	l := &lazySchemas{build: func() resolver.SchemaResolver {
+		builds++
+		return resolver.NewDefinitionsSchemaResolver(generatedopenapi.GetOpenAPIDefinitions, clientgoscheme.Scheme)
+	}}
+	if builds != 0 {
+		t.Fatal("built before use")
+	}
+	for range 2 {
+		s, err := l.ResolveSchema(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+		if err != nil || s == nil || len(s.Properties) == 0 {
+			t.Fatalf("Deployment's schema: %v, %v", s, err)
+		}
+	}
+	if builds != 1 {
+		t.Errorf("built %d times, want once", builds)
+	}
+}

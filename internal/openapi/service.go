@@ -160,7 +160,7 @@ func gzipped(b []byte) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(buf.Bytes()), nil // not the buffer's spare capacity
 }
 
 func newDocument(rs []*catalog.Resource, build func([]*catalog.Resource) any, toProto func([]byte) ([]byte, error)) *document {
