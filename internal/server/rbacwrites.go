@@ -20,17 +20,14 @@ const loopbackManager = "lapis"
 // as the loopback's POST reaches it (kube's defaults, validation and admission, managedFields
 // under the loopback's manager, etcd), without the HTTP round trip of each object.
 func createDirect(svc *objects.Service) authz.Creator {
-	return func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) error {
 		r, ok := svc.Catalog().Lookup(resource)
 		if !ok {
-			return nil, fmt.Errorf("%s is not served", resource)
+			return fmt.Errorf("%s is not served", resource)
 		}
 		// A POST's create options, as admission sees them.
 		ctx = catalog.WithRequestOptions(ctx, nil, "", "")
-		res, err := svc.Create(ctx, r, namespace, obj, objects.WriteOptions{Manager: loopbackManager})
-		if err != nil {
-			return nil, err
-		}
-		return res.Object, nil
+		_, err := svc.Create(ctx, r, namespace, obj, objects.WriteOptions{Manager: loopbackManager})
+		return err
 	}
 }

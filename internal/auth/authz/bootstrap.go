@@ -50,9 +50,9 @@ const pollInterval = time.Second
 
 // Creator creates obj, an object of resource (ClusterRoles, ClusterRoleBindings, Roles or
 // RoleBindings of rbac.authorization.k8s.io/v1) in namespace ("" for cluster-scoped ones), as
-// the client's POST would store it, and returns the object stored. lapis gives its objects
-// service's create path: the first start then makes no request per object.
-type Creator func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+// the client's POST would store it. lapis gives its objects service's create path: the first
+// start then makes no request per object. Errors are API errors, as the client's.
+type Creator func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) error
 
 // EnsureBootstrapPolicy creates or reconciles kube's bootstrap roles and bindings through client
 // (a system:masters client of lapis) as kube-apiserver's rbac/bootstrap-roles post-start hook
@@ -409,44 +409,40 @@ func (m *clusterRoleModifier) Create(in reconciliation.RuleOwner) (reconciliatio
 	if m.direct == nil {
 		return m.ClusterRoleModifier.Create(in)
 	}
-	out := &rbacv1.ClusterRole{}
-	if err := m.direct.store(clusterRolesResource, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, out); err != nil {
+	if err := m.direct.store(clusterRolesResource, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole); err != nil {
 		return nil, err
 	}
-	return reconciliation.ClusterRoleRuleOwner{ClusterRole: out}, nil
+	return in, nil
 }
 
 func (m *clusterRoleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
 	if m.direct == nil {
 		return m.ClusterRoleBindingClientAdapter.Create(in)
 	}
-	out := &rbacv1.ClusterRoleBinding{}
-	if err := m.direct.store(clusterRoleBindingsResource, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, out); err != nil {
+	if err := m.direct.store(clusterRoleBindingsResource, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding); err != nil {
 		return nil, err
 	}
-	return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: out}, nil
+	return in, nil
 }
 
 func (m *roleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
 	if m.direct == nil {
 		return m.RoleModifier.Create(in)
 	}
-	out := &rbacv1.Role{}
-	if err := m.direct.store(rolesResource, in.(reconciliation.RoleRuleOwner).Role, out); err != nil {
+	if err := m.direct.store(rolesResource, in.(reconciliation.RoleRuleOwner).Role); err != nil {
 		return nil, err
 	}
-	return reconciliation.RoleRuleOwner{Role: out}, nil
+	return in, nil
 }
 
 func (m *roleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
 	if m.direct == nil {
 		return m.RoleBindingClientAdapter.Create(in)
 	}
-	out := &rbacv1.RoleBinding{}
-	if err := m.direct.store(roleBindingsResource, in.(reconciliation.RoleBindingAdapter).RoleBinding, out); err != nil {
+	if err := m.direct.store(roleBindingsResource, in.(reconciliation.RoleBindingAdapter).RoleBinding); err != nil {
 		return nil, err
 	}
-	return reconciliation.RoleBindingAdapter{RoleBinding: out}, nil
+	return in, nil
 }
 
 var (
@@ -474,8 +470,9 @@ type direct struct {
 	ensured    map[string]bool
 }
 
-// store creates in (a kube template) as resource and decodes the stored object into out.
-func (d *direct) store(resource schema.GroupVersionResource, in, out runtime.Object) error {
+// store creates in (a kube template) as resource. What was stored is not decoded back: the
+// reconcile only logs the names of what it created.
+func (d *direct) store(resource schema.GroupVersionResource, in runtime.Object) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(in)
 	if err != nil {
 		return err
@@ -487,11 +484,7 @@ func (d *direct) store(resource schema.GroupVersionResource, in, out runtime.Obj
 			return err
 		}
 	}
-	created, err := d.create(d.ctx, resource, obj.GetNamespace(), obj)
-	if err != nil {
-		return err
-	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, out)
+	return d.create(d.ctx, resource, obj.GetNamespace(), obj)
 }
 
 // ensureNamespace is what kube's adapters do before they create a namespaced object (their

@@ -219,22 +219,19 @@ func TestEnsureBootstrapPolicyRetries(t *testing.T) {
 
 // creator is a Creator storing into c's tracker, counting its calls.
 func creator(c *fake.Clientset, calls *atomic.Int32) Creator {
-	return func(_ context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return func(_ context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) error {
 		calls.Add(1)
 		if obj.GetKind() != kinds[resource] || obj.GetAPIVersion() != "rbac.authorization.k8s.io/v1" || obj.GetNamespace() != namespace {
-			return nil, fmt.Errorf("%s %s in %q handed over as %s %s in %q", resource.Resource, obj.GetName(), namespace, obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace())
+			return fmt.Errorf("%s %s in %q handed over as %s %s in %q", resource.Resource, obj.GetName(), namespace, obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace())
 		}
 		typed, err := scheme.Scheme.New(obj.GroupVersionKind())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
-			return nil, err
+			return err
 		}
-		if err := c.Tracker().Create(resource, typed, namespace); err != nil {
-			return nil, err
-		}
-		return obj, nil
+		return c.Tracker().Create(resource, typed, namespace)
 	}
 }
 
@@ -318,9 +315,9 @@ func TestEnsureBootstrapPolicyDirectFails(t *testing.T) {
 	c := fake.NewClientset()
 	var calls atomic.Int32
 	ok := creator(c, &calls)
-	failing := func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	failing := func(ctx context.Context, resource schema.GroupVersionResource, namespace string, obj *unstructured.Unstructured) error {
 		if obj.GetName() == "view" {
-			return nil, apierrors.NewInternalError(errors.New("disk on fire"))
+			return apierrors.NewInternalError(errors.New("disk on fire"))
 		}
 		return ok(ctx, resource, namespace, obj)
 	}
