@@ -91,8 +91,19 @@ fi
 stop_kube
 
 echo "== lapis alone: start, idle, restart on 100 000 objects, 512 KiB objects"
+# Start to ready is the median of 5 fresh starts: one start right after kube-apiserver stopped
+# took 3x the others.
+: >"$work/ready-ms"
+for i in 1 2 3 4 5; do
+  sleep 1
+  start_lapis "$work/lapis" "start-$i"
+  echo "$ready_ms" >>"$work/ready-ms"
+  stop_lapis
+  rm -rf "$work/start-$i-data"
+done
+echo "fresh starts to ready, ms: $(tr '\n' ' ' <"$work/ready-ms")"
+echo "ready-ms $(sort -n "$work/ready-ms" | sed -n 3p)" >>"$work/lapis.txt"
 start_lapis "$work/lapis" idle
-echo "ready-ms $ready_ms" >>"$work/lapis.txt"
 sleep "$idle"
 echo "idle-rss-mib $(rss_mib "$lapis_pid")" >>"$work/lapis.txt"
 echo "idle RSS: $(rss_split "$lapis_pid") MiB"
