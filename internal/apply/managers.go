@@ -142,6 +142,18 @@ func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfield
 	return managedfields.NewDefaultCRDFieldManager(types, objects, objects, objects, gvk, hub, subresource, reset)
 }
 
+// ForDefaulter is For with d defaulting the merges of server-side applies instead of the
+// resource's Behavior, for built-in resources (a custom resource's FieldManager is For's). The
+// FieldManager is made on each call, for one request (making one costs little: the schemas
+// are shared).
+func (m *Managers) ForDefaulter(r *catalog.Resource, subresource string, d runtime.ObjectDefaulter) (*managedfields.FieldManager, error) {
+	if r.CRD != nil {
+		return m.For(r, subresource)
+	}
+	objects := unstructuredObjects{r: r, m: m}
+	return managedfields.NewDefaultFieldManager(m.builtinTypesOf(r), objects, d, objects, r.GroupVersionKind(), r.GroupVersion, subresource, resetFields(r, subresource))
+}
+
 // forConventions builds a FieldManager with its own listSession over r's shared schemas.
 func (m *Managers) forConventions(r *catalog.Resource, subresource string) (*managedfields.FieldManager, error) {
 	m.mu.Lock()

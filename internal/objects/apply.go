@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -37,14 +38,28 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	} else if warnings, err = s.fit(r, config, opts.WriteOptions, false); err != nil {
 		return Result{}, err
 	}
-	fm, err := s.fields.For(r, opts.Subresource)
+	wo := opts.WriteOptions
+	var fm *managedfields.FieldManager
+	if tb, ok := typedOf(r); ok {
+		// The merge's defaulting keeps its Go object for the strategies (typedWrite).
+		wo.typed = &typedWrite{}
+		fm, err = s.fields.ForDefaulter(r, opts.Subresource, defaulterFunc(func(obj runtime.Object) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				wo.typed.merged = tb.DefaultTyped(u)
+			}
+		}))
+	} else {
+		fm, err = s.fields.For(r, opts.Subresource)
+	}
 	if err != nil {
 		return Result{}, apierrors.NewInternalError(err)
 	}
 	merge := func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if wo.typed != nil {
+			wo.typed.merged = nil // a merge that changes nothing is not defaulted
+		}
 		return MergeApplied(fm, live, config.DeepCopy(), opts.Manager, opts.Force)
 	}
-	wo := opts.WriteOptions
 	wo.fieldsTracked = true
 	if r.CRD != nil {
 		// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict

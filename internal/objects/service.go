@@ -28,6 +28,8 @@ type Service struct {
 	fields *apply.Managers
 	caches *watchcache.Caches // nil: every read goes to storage
 	now    func() time.Time
+	// written spares the next update of an object lapis wrote the decoding of what it wrote.
+	written lastWrites
 }
 
 // NewService returns a Service over store serving the resources in cat.

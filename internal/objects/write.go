@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -36,6 +37,8 @@ type WriteOptions struct {
 	Patched *[]byte
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
+	// typed carries the request's Go objects between the steps of an update (nil: none).
+	typed *typedWrite
 	// cleanMerge is set by Apply when the merge it hands over needs no decoding again: a custom
 	// resource's configuration fit its schema; a built-in object's decoded into its Go type, and
 	// the field manager's merge of it has been defaulted through that type.
@@ -334,9 +337,12 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		if err != nil {
 			return Result{}, storageError(r, name, err)
 		}
-		old, err := s.fromStorage(r, kv)
-		if err != nil {
-			return Result{}, apierrors.NewInternalError(err)
+		// old is read, never changed: an object the service kept is shared.
+		old, oldTyped := s.written.get(r, key, kv.ModRevision)
+		if old == nil {
+			if old, err = s.fromStorage(r, kv); err != nil {
+				return Result{}, apierrors.NewInternalError(err)
+			}
 		}
 		obj, err := mutate(old.DeepCopy())
 		if err != nil {
@@ -347,7 +353,7 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
 		}
 		obj.SetResourceVersion(old.GetResourceVersion()) // an unconditional update applies to what it read
-		res, alloc, err := s.prepareUpdate(ctx, r, namespace, name, obj, old, opts)
+		res, alloc, typed, err := s.prepareUpdate(ctx, r, namespace, name, obj, old, oldTyped, opts)
 		if err != nil {
 			return Result{Warnings: res.Warnings}, err
 		}
@@ -359,6 +365,9 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 		if bytes.Equal(value, kv.Value) {
 			// Nothing changed: kube-apiserver does not write, and the resourceVersion stays.
 			alloc.Finish(ctx, false)
+			if oldTyped != nil {
+				old = old.DeepCopy() // the kept object is shared
+			}
 			return Result{Object: old, Warnings: res.Warnings}, nil
 		}
 		if opts.DryRun {
@@ -375,11 +384,13 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 				return Result{}, storageError(r, name, raceError(ctx, err, precondition))
 			}
 			released(ctx, r, old)
+			s.written.forget(r, key)
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
 		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
 		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
 			value = smaller
+			typed = nil // no longer obj
 			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision)
 		}
 		alloc.Finish(ctx, err == nil)
@@ -390,12 +401,17 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 			return Result{}, storageError(r, name, raceError(ctx, err, precondition))
 		}
 		obj.SetResourceVersion(revisionString(rev))
+		if typed != nil && r.Allocator == nil {
+			s.written.put(r, key, rev, obj.DeepCopy(), typed)
+		}
 		return Result{Object: obj, Raw: servedAsStored(r, value, rev), Warnings: res.Warnings}, nil
 	}
 }
 
-// prepareUpdate runs the update half of the pipeline on obj, given the current object old.
-func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, opts WriteOptions) (Result, catalog.Allocation, error) {
+// prepareUpdate runs the update half of the pipeline on obj, given the current object old (and
+// its Go object when the service kept it). It returns obj's Go object when the behavior made
+// one that the service may keep.
+func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, oldTyped runtime.Object, opts WriteOptions) (Result, catalog.Allocation, runtime.Object, error) {
 	if r.CRD == nil {
 		// kube-apiserver decodes built-in objects into Go types, where `managedFields: []` is an
 		// empty, non-nil list: the field manager takes it as a reset, as it does [{}]. (Custom
@@ -408,42 +424,66 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	}
 	warnings, err := s.normalize(r, obj, opts)
 	if err != nil {
-		return Result{}, nil, err
+		return Result{}, nil, nil, err
 	}
 	if obj.GetName() == "" {
 		obj.SetName(name)
 	}
 	if obj.GetName() != name {
-		return Result{}, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+		return Result{}, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
 	}
 	if err := setNamespace(r, obj, namespace); err != nil {
-		return Result{}, nil, err
+		return Result{}, nil, nil, err
 	}
-	if !opts.defaulted(r) {
+	tb, typedOK := typedOf(r)
+	// Where a Behavior takes Go objects, the one made by defaulting obj is handed on to the
+	// strategies, unless something may change obj's content on the way (an allocator).
+	var typed runtime.Object
+	switch {
+	case !opts.defaulted(r) && typedOK:
+		typed = tb.DefaultTyped(obj)
+	case !opts.defaulted(r):
 		r.Behavior.Default(obj)
+	case opts.typed != nil:
+		typed = opts.typed.merged
+	}
+	if opts.typed != nil {
+		opts.typed.merged = nil // the next attempt's mutation makes its own
+	}
+	if r.Allocator != nil {
+		typed = nil
 	}
 	if opts.Direct {
 		carryUpdateMeta(r, obj, old)
-		return Result{Warnings: warnings}, catalog.NoAllocation{}, nil
+		return Result{Warnings: warnings}, catalog.NoAllocation{}, nil, nil
 	}
 	tracked, err := s.trackFields(r, old, obj, opts)
 	if err != nil {
-		return Result{}, nil, err
+		return Result{}, nil, nil, err
 	}
 	*obj = *tracked
 	carryUpdateMeta(r, obj, old)
 	alloc := catalog.Allocation(catalog.NoAllocation{})
 	if opts.Subresource == "" {
 		if alloc, err = allocate(ctx, r, obj, old, opts.DryRun); err != nil {
-			return Result{}, nil, err
+			return Result{}, nil, nil, err
 		}
 	}
-	strategyWarnings, err := r.Behavior.BeforeUpdate(ctx, obj, old, opts.Subresource)
+	var strategyWarnings []string
+	var written runtime.Object
+	if typedOK {
+		strategyWarnings, written, err = tb.BeforeUpdateTyped(ctx, obj, old, typed, oldTyped, opts.Subresource)
+	} else {
+		strategyWarnings, err = r.Behavior.BeforeUpdate(ctx, obj, old, opts.Subresource)
+	}
 	if err != nil {
 		alloc.Finish(ctx, false)
-		return Result{Warnings: append(warnings, strategyWarnings...)}, nil, err
+		return Result{Warnings: append(warnings, strategyWarnings...)}, nil, nil, err
 	}
-	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, nil
+	if r.Conversion != nil || hasReadDefaults(r) {
+		written = nil // reads of it are not obj as it is
+	}
+	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, written, nil
 }
 
 // trackFields records the write in managedFields: the fields obj changed relative to live (nil

@@ -62,14 +62,29 @@ func (b *behavior) CheckFit(u *unstructured.Unstructured) ([]string, error) {
 // Default defaults the object and takes it through the internal version and back, as kube's
 // decoding does before anything else sees a request's object (Secret stringData folds into
 // data there, for instance).
-func (b *behavior) Default(u *unstructured.Unstructured) {
+func (b *behavior) Default(u *unstructured.Unstructured) { b.DefaultTyped(u) }
+
+// DefaultTyped is Default that also returns the Go object at the served version that u's
+// content is now made from (without managedFields), or nil. BeforeUpdateTyped takes it instead
+// of converting u again.
+func (b *behavior) DefaultTyped(u *unstructured.Unstructured) runtime.Object {
 	managed, restore := setManagedFieldsAside(u)
 	defer restore()
 	internal, err := b.toInternal(managed, true)
 	if err != nil {
-		return // Normalize has refused objects that do not fit the type
+		return nil // Normalize has refused objects that do not fit the type
 	}
-	_ = b.fromInternal(managed, internal)
+	versioned, err := scheme().New(b.served)
+	if err != nil {
+		return nil
+	}
+	if err := scheme().Convert(internal, versioned, nil); err != nil {
+		return nil
+	}
+	if err := typedToUnstructured(managed, versioned, b.served); err != nil {
+		return nil
+	}
+	return versioned
 }
 
 // setManagedFieldsAside returns u's content without metadata.managedFields (a shallow copy; u
@@ -132,41 +147,94 @@ func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructure
 	if err := b.admission().Validate(ctx, attrs); err != nil {
 		return w, err
 	}
-	return w, b.fromInternalDefaulted(u, obj, managed)
+	_, err = b.fromInternalDefaulted(u, obj, managed)
+	return w, err
 }
 
 // BeforeUpdate runs kube's rest.BeforeUpdate with the strategy of the endpoint written to.
-func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstructured, subresource string) (_ []string, err error) {
+func (b *behavior) BeforeUpdate(ctx context.Context, u, old *unstructured.Unstructured, subresource string) ([]string, error) {
+	w, _, err := b.BeforeUpdateTyped(ctx, u, old, nil, nil, subresource)
+	return w, err
+}
+
+// BeforeUpdateTyped is BeforeUpdate given Go objects at the served version that spare
+// converting u and old: typed (from DefaultTyped, nil if none) has u's content but for its
+// metadata, which is taken from u; oldTyped (nil if none) is old whole. Both become the
+// behavior's. It returns the Go object u now is (nil if it has none), which is what old is in
+// the next update of what this one writes.
+func (b *behavior) BeforeUpdateTyped(ctx context.Context, u, old *unstructured.Unstructured, typed, oldTyped runtime.Object, subresource string) (_ []string, written runtime.Object, err error) {
 	defer contain(&err)
 	strategy := b.t.updateStrategy(subresource)
 	if strategy == nil {
-		return nil, fmt.Errorf("%s has no %s strategy", b.t.Resource, subresource)
+		return nil, nil, fmt.Errorf("%s has no %s strategy", b.t.Resource, subresource)
 	}
-	obj, err := b.toInternal(u, false)
+	obj, err := b.internalOf(u, typed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	managed := managedFieldsOf(obj)
-	oldObj, err := b.toInternal(old, false)
+	var oldObj runtime.Object
+	if oldTyped != nil {
+		oldObj, err = b.convert(oldTyped, b.internal)
+	} else {
+		oldObj, err = b.toInternal(old, false)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var w catalog.Warnings
 	ctx = requestContext(ctx, b.t, u.GetNamespace(), subresource, "update", &w)
 	if err := b.checkWrite(ctx, obj, oldObj, subresource); err != nil {
-		return w, err
+		return w, nil, err
 	}
 	attrs := b.admission().Attributes(ctx, obj, oldObj, b.served, b.t.Resource, subresource, admission.Update, catalog.UpdateOptions(ctx))
 	if err := b.admission().Mutate(ctx, attrs); err != nil {
-		return w, err
+		return w, nil, err
 	}
 	if err := rest.BeforeUpdate(strategy, ctx, obj, oldObj); err != nil {
-		return w, err
+		return w, nil, err
 	}
 	if err := b.admission().Validate(ctx, attrs); err != nil {
-		return w, err
+		return w, nil, err
 	}
-	return w, b.fromInternalDefaulted(u, obj, managed)
+	written, err = b.fromInternalDefaulted(u, obj, managed)
+	return w, written, err
+}
+
+// internalOf is u at the internal version, converted from typed with u's metadata when given.
+func (b *behavior) internalOf(u *unstructured.Unstructured, typed runtime.Object) (runtime.Object, error) {
+	if typed == nil {
+		return b.toInternal(u, false)
+	}
+	accessor, ok := typed.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return b.toInternal(u, false)
+	}
+	objectMeta, ok := accessor.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return b.toInternal(u, false)
+	}
+	var m metav1.ObjectMeta
+	if content, _ := u.Object["metadata"].(map[string]any); content != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, &m); err != nil {
+			return nil, err
+		}
+	}
+	*objectMeta = m
+	typed.GetObjectKind().SetGroupVersionKind(u.GroupVersionKind())
+	return b.convert(typed, b.internal)
+}
+
+// convert converts a Go object of the type to the version of gvk.
+func (b *behavior) convert(obj runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	out, err := scheme().New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme().Convert(obj, out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // checkWrite asks Deps.CheckWrite about a write of the resource itself.
@@ -257,25 +325,27 @@ func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, inte
 //
 // managed are obj's managedFields as they came from u: when strategies and admission left them
 // so, u's own are kept rather than converted back.
-func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runtime.Object, managed []metav1.ManagedFieldsEntry) error {
-	versioned, err := scheme().New(b.served)
+//
+// It returns the Go object u now is, at the served version.
+func (b *behavior) fromInternalDefaulted(u *unstructured.Unstructured, obj runtime.Object, managed []metav1.ManagedFieldsEntry) (runtime.Object, error) {
+	versioned, err := b.convert(obj, b.served)
 	if err != nil {
-		return err
-	}
-	if err := scheme().Convert(obj, versioned, nil); err != nil {
-		return err
+		return nil, err
 	}
 	scheme().Default(versioned)
+	versioned.GetObjectKind().SetGroupVersionKind(b.served)
 	accessor, err := meta.Accessor(versioned)
 	original, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields")
 	if err != nil || !found || !apiequality.Semantic.DeepEqual(accessor.GetManagedFields(), managed) {
-		return typedToUnstructured(u, versioned, b.served)
+		return versioned, typedToUnstructured(u, versioned, b.served)
 	}
+	kept := accessor.GetManagedFields()
 	accessor.SetManagedFields(nil)
 	if err := typedToUnstructured(u, versioned, b.served); err != nil {
-		return err
+		return nil, err
 	}
-	return unstructured.SetNestedField(u.Object, original, "metadata", "managedFields")
+	accessor.SetManagedFields(kept)
+	return versioned, unstructured.SetNestedField(u.Object, original, "metadata", "managedFields")
 }
 
 // managedFieldsOf is a copy of obj's managedFields.
