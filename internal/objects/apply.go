@@ -61,6 +61,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		return MergeApplied(fm, live, config.DeepCopy(), opts.Manager, opts.Force)
 	}
 	wo.fieldsTracked = true
+	wo.mutationReads = true // kube's field manager reads the live object, never changes it
 	if r.CRD != nil {
 		// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict
 		// (checked against the schema) say the configuration is clean.

@@ -39,6 +39,9 @@ type WriteOptions struct {
 	fieldsTracked bool
 	// typed carries the request's Go objects between the steps of an update (nil: none).
 	typed *typedWrite
+	// mutationReads says the mutation leaves the object it is given as it is (an apply's merge
+	// makes a new one), so it needs no copy.
+	mutationReads bool
 	// cleanMerge is set by Apply when the merge it hands over needs no decoding again: a custom
 	// resource's configuration fit its schema; a built-in object's decoded into its Go type, and
 	// the field manager's merge of it has been defaulted through that type.
@@ -344,7 +347,11 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 				return Result{}, apierrors.NewInternalError(err)
 			}
 		}
-		obj, err := mutate(old.DeepCopy())
+		current := old
+		if !opts.mutationReads {
+			current = old.DeepCopy()
+		}
+		obj, err := mutate(current)
 		if err != nil {
 			return Result{}, err
 		}
