@@ -216,11 +216,15 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 // PATCH response) to a watcher's receipt of the event; one that arrives before the
 // acknowledgement counts as 0. send-p50-ms and send-p99-ms run from the PATCH request instead.
 func BenchmarkWatchFanout(b *testing.B) {
-	watchers, updates := 100, 50
+	// 100 watchers of 50 updates, and 1 000 watchers (issue 11's two sizes) of 10.
+	sizes := [][2]int{{100, 50}, {1000, 10}}
 	if small() {
-		watchers, updates = 3, 2
+		sizes = [][2]int{{3, 2}}
 	}
-	b.Run(fmt.Sprintf("watchers-%d", watchers), func(b *testing.B) { benchWatchFanout(b, watchers, updates) })
+	for _, size := range sizes {
+		watchers, updates := size[0], size[1]
+		b.Run(fmt.Sprintf("watchers-%d", watchers), func(b *testing.B) { benchWatchFanout(b, watchers, updates) })
+	}
 }
 
 // fanoutRound is one iteration of the watch fan-out: its updates' sequence numbers start at base.

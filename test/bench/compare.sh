@@ -156,6 +156,8 @@ awk '
     fast("list of 2000 by 500, JSON bytes objects/s", "BenchmarkList/2000/limit500-raw:objects/s", 20, "")
     fast("watch fan-out events/s", "BenchmarkWatchFanout/watchers-100:events/s", 3, "")
     check("watch fan-out p99 from acknowledgement (ms)", v[1, "BenchmarkWatchFanout/watchers-100:p99-ms"], "<=", 10)
+    fast("watch fan-out, 1000 watchers, events/s", "BenchmarkWatchFanout/watchers-1000:events/s", 3, "")
+    check("watch fan-out, 1000 watchers, p99 from acknowledgement (ms)", v[1, "BenchmarkWatchFanout/watchers-1000:p99-ms"], "<=", 10)
     check("RSS after the run (lapis/(kube-apiserver+etcd))", ratio("rss-after-run-mib"), "<=", 0.2)
     check("RSS at idle (MiB)", v[1, "idle-rss-mib"], "<=", 60)
     check("start to ready, embedded etcd (ms)", v[1, "ready-ms"], "<=", 300)
