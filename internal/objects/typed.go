@@ -43,8 +43,9 @@ type defaulterFunc func(obj runtime.Object)
 
 func (f defaulterFunc) Default(obj runtime.Object) { f(obj) }
 
-// maxWritten bounds the objects lastWrites keeps.
-const maxWritten = 256
+// maxWritten bounds the objects lastWrites keeps: enough for the objects written often (a
+// benchmark's 16 clients, controllers' Leases), a few MB at most.
+const maxWritten = 64
 
 // lastWrites keeps the objects the service wrote last, each as it is stored at its revision,
 // with its Go object: the next update of the object (read from storage at that revision, so
