@@ -99,15 +99,27 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", cfg.Listen, err)
 	}
-	// Before etcd opens: an exposed embedded etcd's certificates share lapis's CA.
+	// etcd opens (its log, its database, an election: tens of milliseconds, mostly waiting)
+	// while lapis builds what needs no storage: its credentials (a first start makes them), the
+	// catalogue, kube's type converters, the listener, TLS, authentication, authorization and
+	// the admission chain. An exposed embedded etcd's certificates share lapis's CA: it opens
+	// once the credentials are there.
+	var opening *pendingStorage
+	if cfg.EmbeddedEtcdClientURL == "" {
+		opening = openStorageAsync(ctx, cfg, log)
+	}
 	creds, err := auth.LoadOrCreate(cfg.DataDir, host)
 	if err != nil {
+		if opening != nil {
+			if backend, oerr := opening.wait(); oerr == nil {
+				backend.Close()
+			}
+		}
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	// etcd opens (its log, its database, an election: tens of milliseconds, mostly waiting)
-	// while lapis builds what needs no storage: the catalogue, kube's type converters, the
-	// listener, TLS, authentication, authorization and the admission chain.
-	opening := openStorageAsync(ctx, cfg, log)
+	if opening == nil {
+		opening = openStorageAsync(ctx, cfg, log)
+	}
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: log, stop: stop, done: make(chan struct{}), unlock: unlock}
 	fail := func(err error) (*Server, error) {
