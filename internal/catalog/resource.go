@@ -118,6 +118,10 @@ type Printer struct {
 	// Metadata, when set, is the metadata a row's PartialObjectMetadata carries (kube prints
 	// built-in objects at their internal version, whose metadata can differ); nil: the object's.
 	Metadata func(obj *unstructured.Unstructured) (any, error)
+	// Reads, when not nil, are all the fields Cells reads: paths of one or two keys from the
+	// object's top (["spec"], ["metadata", "name"]), so that a Table of stored JSON decodes
+	// only these. nil: Cells may read anything.
+	Reads [][]string
 }
 
 // Conversion converts objects between a served version and the storage version, in place.

@@ -53,13 +53,18 @@ func writeConvertedAs(rq *request, code int, target routing.Target, items []*uns
 	writeBodyAs(rq.w, rq.req, code, body, target.MediaType)
 }
 
+// tableOptions are the request's Table options.
+func tableOptions(rq *request, target routing.Target, noHeaders bool) tables.Options {
+	return tables.Options{APIVersion: "meta.k8s.io/" + target.Version, NoHeaders: noHeaders,
+		IncludeObject: metav1.IncludeObjectPolicy(rq.req.URL.Query().Get("includeObject"))}
+}
+
 // converted encodes items as the Table or metadata list the target asks for.
 func converted(rq *request, target routing.Target, items []*unstructured.Unstructured, meta metav1.ListMeta, noHeaders bool) ([]byte, error) {
 	apiVersion := "meta.k8s.io/" + target.Version
 	switch target.As {
 	case "Table":
-		return tables.Build(rq.resource, items, meta, tables.Options{APIVersion: apiVersion, NoHeaders: noHeaders,
-			IncludeObject: metav1.IncludeObjectPolicy(rq.req.URL.Query().Get("includeObject"))})
+		return tables.Build(rq.resource, items, meta, tableOptions(rq, target, noHeaders))
 	case "PartialObjectMetadataList":
 		return tables.PartialMetadataList(items, meta, apiVersion)
 	case "PartialObjectMetadata":
@@ -119,6 +124,20 @@ func (h *Handler) list(rq *request) error {
 	}
 	if opts.Watch {
 		return h.watch(rq)
+	}
+	if target.As == "Table" && target.MediaType != routing.Protobuf && tables.Raw(rq.resource) {
+		// The printer reads a few fields: the Table is made from the served JSON, undecoded.
+		list, err := h.objects.ListRaw(rq.req.Context(), rq.resource, rq.info.Namespace, opts)
+		if err != nil {
+			return err
+		}
+		meta := metav1.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
+		body, err := tables.BuildRaw(rq.resource, list.Items, meta, tableOptions(rq, target, false))
+		if err != nil {
+			return err
+		}
+		writeBodyAs(rq.w, rq.req, http.StatusOK, body, target.MediaType)
+		return nil
 	}
 	if target.As != "" {
 		items, list, err := h.objects.List(rq.req.Context(), rq.resource, rq.info.Namespace, opts)

@@ -28,6 +28,7 @@ func CustomPrinter(v *apiextensionsv1.CustomResourceDefinitionVersion) (*catalog
 		{Name: "Name", Type: "string", Format: "name", Description: metadataDescriptions["name"]},
 	}}
 	var paths []*jsonpath.JSONPath
+	p.Reads = [][]string{{"metadata", "name"}}
 	for _, col := range columns {
 		path := jsonpath.New(col.Name).AllowMissingKeys(true)
 		if err := path.Parse(fmt.Sprintf("{%s}", col.JSONPath)); err != nil {
@@ -38,6 +39,9 @@ func CustomPrinter(v *apiextensionsv1.CustomResourceDefinitionVersion) (*catalog
 			desc = fmt.Sprintf("Custom resource definition column (in JSONPath format): %s", col.JSONPath)
 		}
 		paths = append(paths, path)
+		if p.Reads != nil {
+			p.Reads = appendReads(p.Reads, col.JSONPath)
+		}
 		p.Columns = append(p.Columns, metav1.TableColumnDefinition{Name: col.Name, Type: col.Type, Format: col.Format, Description: desc, Priority: col.Priority})
 	}
 	p.Cells = func(obj *unstructured.Unstructured) ([]any, error) {
@@ -106,4 +110,44 @@ func cellFor(columnType string, value any) any {
 		}
 	}
 	return nil
+}
+
+// appendReads adds the fields a column's JSONPath reads to reads: the first two keys it looks
+// up from the object's top, or the first alone when the path goes on otherwise (a wildcard, an
+// index, a filter). It returns nil, reading anything, for a path that starts otherwise.
+func appendReads(reads [][]string, path string) [][]string {
+	parser, err := jsonpath.Parse("column", fmt.Sprintf("{%s}", path))
+	if err != nil {
+		return nil
+	}
+	for _, node := range parser.Root.Nodes {
+		switch node := node.(type) {
+		case *jsonpath.TextNode:
+		case *jsonpath.ListNode:
+			first, ok := fieldAt(node.Nodes, 0)
+			if !ok {
+				return nil
+			}
+			if second, ok := fieldAt(node.Nodes, 1); ok {
+				reads = append(reads, []string{first, second})
+			} else {
+				reads = append(reads, []string{first})
+			}
+		default:
+			return nil
+		}
+	}
+	return reads
+}
+
+// fieldAt returns the key of nodes[i] when it is a field lookup.
+func fieldAt(nodes []jsonpath.Node, i int) (string, bool) {
+	if i >= len(nodes) {
+		return "", false
+	}
+	field, ok := nodes[i].(*jsonpath.FieldNode)
+	if !ok || field.Value == "" {
+		return "", false
+	}
+	return field.Value, true
 }

@@ -23,6 +23,7 @@ var defaultPrinter = &catalog.Printer{
 	Cells: func(obj *unstructured.Unstructured) ([]any, error) {
 		return []any{obj.GetName(), obj.GetCreationTimestamp().Time.UTC().Format(time.RFC3339)}, nil
 	},
+	Reads: [][]string{{"metadata", "name"}, {"metadata", "creationTimestamp"}},
 }
 
 // Options are the parts of a request that shape a Table.
@@ -37,10 +38,7 @@ type Options struct {
 
 // Build returns the Table of items, with list metadata meta.
 func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.ListMeta, opts Options) ([]byte, error) {
-	p := r.Printer
-	if p == nil {
-		p = defaultPrinter
-	}
+	p := printerOf(r)
 	table := &metav1.Table{ListMeta: meta, Rows: make([]metav1.TableRow, 0, len(items))}
 	table.Kind = "Table"
 	table.APIVersion = opts.APIVersion

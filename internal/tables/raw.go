@@ -1,0 +1,297 @@
+package tables
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
+)
+
+// Raw reports whether BuildRaw can print r's objects: its printer says what it reads and rows
+// carry the stored metadata as it is.
+func Raw(r *catalog.Resource) bool {
+	p := printerOf(r)
+	return p.Metadata == nil && p.Reads != nil
+}
+
+func printerOf(r *catalog.Resource) *catalog.Printer {
+	if r.Printer == nil {
+		return defaultPrinter
+	}
+	return r.Printer
+}
+
+// BuildRaw is Build for items given as the JSON served for them (Raw(r) must hold). It decodes
+// only the fields the printer reads and splices the items' metadata (or the items themselves)
+// into the rows as they are: decoding and encoding whole objects is most of a Table's cost.
+func BuildRaw(r *catalog.Resource, items [][]byte, meta metav1.ListMeta, opts Options) ([]byte, error) {
+	p := printerOf(r)
+	apiVersion := opts.APIVersion
+	if apiVersion == "" {
+		apiVersion = "meta.k8s.io/v1"
+	}
+	reads := p.Reads
+	if opts.IncludeObject == metav1.IncludeNone {
+		// The initial-events-end annotation decides whether a row keeps its metadata.
+		reads = append(reads[:len(reads):len(reads)], []string{"metadata", "annotations"})
+	}
+	want := wantedFields(append(reads[:len(reads):len(reads)], []string{"metadata", "name"}))
+
+	size := 256
+	for _, item := range items {
+		size += len(item) + 64
+	}
+	out := bytes.NewBuffer(make([]byte, 0, size))
+	listMeta, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	out.WriteString(`{"kind":"Table","apiVersion":`)
+	out.WriteString(strconv.Quote(apiVersion))
+	out.WriteString(`,"metadata":`)
+	out.Write(listMeta)
+	out.WriteString(`,"columnDefinitions":`)
+	if opts.NoHeaders {
+		out.WriteString("null")
+	} else {
+		columns, err := json.Marshal(p.Columns)
+		if err != nil {
+			return nil, err
+		}
+		out.Write(columns)
+	}
+	out.WriteString(`,"rows":[`)
+	for i, item := range items {
+		item = bytes.TrimSpace(item)
+		obj, metadata, err := project(item, want)
+		if err != nil {
+			return nil, fmt.Errorf("decoding object: %w", err)
+		}
+		cells, err := p.Cells(obj)
+		if err != nil {
+			return nil, fmt.Errorf("printing %s: %w", obj.GetName(), err)
+		}
+		encoded, err := json.Marshal(cells)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.WriteString(`{"cells":`)
+		out.Write(encoded)
+		out.WriteString(`,"object":`)
+		include := opts.IncludeObject
+		if include == metav1.IncludeNone && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			include = metav1.IncludeMetadata // as Build: the bookmark keeps its metadata
+		}
+		switch include {
+		case metav1.IncludeNone:
+			out.WriteString("null")
+		case metav1.IncludeObject:
+			out.Write(item)
+		default:
+			out.WriteString(`{"apiVersion":`)
+			out.WriteString(strconv.Quote(apiVersion))
+			out.WriteString(`,"kind":"PartialObjectMetadata","metadata":`)
+			if metadata == nil {
+				metadata = []byte("null")
+			}
+			out.Write(metadata)
+			out.WriteByte('}')
+		}
+		out.WriteByte('}')
+	}
+	out.WriteString("]}")
+	return out.Bytes(), nil
+}
+
+// wanted is what to decode of one top-level field: all of it, or only some of its keys.
+type wanted struct {
+	all  bool
+	keys map[string]bool
+}
+
+func wantedFields(paths [][]string) map[string]*wanted {
+	want := map[string]*wanted{}
+	for _, path := range paths {
+		w := want[path[0]]
+		if w == nil {
+			w = &wanted{keys: map[string]bool{}}
+			want[path[0]] = w
+		}
+		if len(path) == 1 {
+			w.all = true
+		} else {
+			w.keys[path[1]] = true
+		}
+	}
+	return want
+}
+
+// project decodes the fields of the JSON object item that want names, as
+// unstructured.UnmarshalJSON would decode them, and returns the raw bytes of its metadata.
+func project(item []byte, want map[string]*wanted) (*unstructured.Unstructured, []byte, error) {
+	obj := map[string]any{}
+	var metadata []byte
+	err := eachField(item, func(key string, value []byte) error {
+		if key == "metadata" {
+			metadata = value
+		}
+		w := want[key]
+		if w == nil {
+			return nil
+		}
+		if w.all || len(value) == 0 || value[0] != '{' {
+			var v any
+			if err := utiljson.Unmarshal(value, &v); err != nil {
+				return err
+			}
+			obj[key] = v
+			return nil
+		}
+		sub := map[string]any{}
+		if err := eachField(value, func(k string, v []byte) error {
+			if !w.keys[k] {
+				return nil
+			}
+			var decoded any
+			if err := utiljson.Unmarshal(v, &decoded); err != nil {
+				return err
+			}
+			sub[k] = decoded
+			return nil
+		}); err != nil {
+			return err
+		}
+		obj[key] = sub
+		return nil
+	})
+	return &unstructured.Unstructured{Object: obj}, metadata, err
+}
+
+var errSyntax = errors.New("malformed JSON object")
+
+// eachField calls fn with each key of the JSON object data and the bytes of its value.
+func eachField(data []byte, fn func(key string, value []byte) error) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return errSyntax
+		}
+		end, escaped := stringEnd(data, i)
+		if end < 0 {
+			return errSyntax
+		}
+		key := string(data[i+1 : end-1])
+		if escaped {
+			if err := json.Unmarshal(data[i:end], &key); err != nil {
+				return err
+			}
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return errSyntax
+		}
+		start := skipSpace(data, i+1)
+		stop := valueEnd(data, start)
+		if stop < 0 {
+			return errSyntax
+		}
+		if err := fn(key, data[start:stop]); err != nil {
+			return err
+		}
+		i = skipSpace(data, stop)
+		if i >= len(data) {
+			return errSyntax
+		}
+		if data[i] == '}' {
+			return nil
+		}
+		if data[i] != ',' {
+			return errSyntax
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at data[i] (a quote), -1 if it does
+// not end, and whether it holds escapes.
+func stringEnd(data []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return -1, escaped
+}
+
+// valueEnd returns the index just past the JSON value starting at data[i], -1 if it does not end.
+func valueEnd(data []byte, i int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch data[i] {
+	case '"':
+		end, _ := stringEnd(data, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				end, _ := stringEnd(data, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(data) {
+		switch data[j] {
+		case ',', '}', ']', ' ', '\n', '\t', '\r':
+			return j
+		}
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
