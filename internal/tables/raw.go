@@ -141,38 +141,53 @@ func wantedFields(paths [][]string) map[string]*wanted {
 func project(item []byte, want map[string]*wanted) (*unstructured.Unstructured, []byte, error) {
 	obj := map[string]any{}
 	var metadata []byte
-	err := eachField(item, func(key string, value []byte) error {
-		if key == "metadata" {
-			metadata = value
+	_, err := scanObject(item, 0, func(key []byte, start int) (int, error) {
+		w := want[string(key)]
+		if w == nil && string(key) != "metadata" {
+			return 0, nil
 		}
-		w := want[key]
-		if w == nil {
-			return nil
-		}
-		if w.all || len(value) == 0 || value[0] != '{' {
-			var v any
-			if err := utiljson.Unmarshal(value, &v); err != nil {
-				return err
+		if w == nil || w.all || item[start] != '{' {
+			end := valueEnd(item, start)
+			if end < 0 {
+				return 0, errSyntax
 			}
-			obj[key] = v
-			return nil
+			if w != nil {
+				var v any
+				if err := utiljson.Unmarshal(item[start:end], &v); err != nil {
+					return 0, err
+				}
+				obj[string(key)] = v
+			}
+			if string(key) == "metadata" {
+				metadata = item[start:end]
+			}
+			return end, nil
 		}
+		// Only some keys of this object: the rest is skipped, not decoded.
 		sub := map[string]any{}
-		if err := eachField(value, func(k string, v []byte) error {
-			if !w.keys[k] {
-				return nil
+		end, err := scanObject(item, start, func(k []byte, start int) (int, error) {
+			if !w.keys[string(k)] {
+				return 0, nil
+			}
+			end := valueEnd(item, start)
+			if end < 0 {
+				return 0, errSyntax
 			}
 			var decoded any
-			if err := utiljson.Unmarshal(v, &decoded); err != nil {
-				return err
+			if err := utiljson.Unmarshal(item[start:end], &decoded); err != nil {
+				return 0, err
 			}
-			sub[k] = decoded
-			return nil
-		}); err != nil {
-			return err
+			sub[string(k)] = decoded
+			return end, nil
+		})
+		if err != nil {
+			return 0, err
 		}
-		obj[key] = sub
-		return nil
+		obj[string(key)] = sub
+		if string(key) == "metadata" {
+			metadata = item[start:end]
+		}
+		return end, nil
 	})
 	return &unstructured.Unstructured{Object: obj}, metadata, err
 }
@@ -181,49 +196,73 @@ var errSyntax = errors.New("malformed JSON object")
 
 // eachField calls fn with each key of the JSON object data and the bytes of its value.
 func eachField(data []byte, fn func(key string, value []byte) error) error {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
+	end, err := scanObject(data, 0, func(key []byte, start int) (int, error) {
+		end := valueEnd(data, start)
+		if end < 0 {
+			return 0, errSyntax
+		}
+		return end, fn(string(key), data[start:end])
+	})
+	if err == nil && skipSpace(data, end) != len(data) {
 		return errSyntax
+	}
+	return err
+}
+
+// scanObject reads the JSON object at data[i:] (after spaces), calling fn with each key and the
+// index where its value starts; fn returns the index just past the value when it read it, 0 to
+// have it skipped. scanObject returns the index just past the object.
+func scanObject(data []byte, i int, fn func(key []byte, start int) (int, error)) (int, error) {
+	i = skipSpace(data, i)
+	if i >= len(data) || data[i] != '{' {
+		return 0, errSyntax
 	}
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
 	for {
 		if i >= len(data) || data[i] != '"' {
-			return errSyntax
+			return 0, errSyntax
 		}
-		end, escaped := stringEnd(data, i)
+		end := stringEnd(data, i)
 		if end < 0 {
-			return errSyntax
+			return 0, errSyntax
 		}
-		key := string(data[i+1 : end-1])
-		if escaped {
-			if err := json.Unmarshal(data[i:end], &key); err != nil {
-				return err
+		key := data[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var unescaped string
+			if err := json.Unmarshal(data[i:end], &unescaped); err != nil {
+				return 0, err
 			}
+			key = []byte(unescaped)
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		start := skipSpace(data, i+1)
-		stop := valueEnd(data, start)
-		if stop < 0 {
-			return errSyntax
+		if start >= len(data) {
+			return 0, errSyntax
 		}
-		if err := fn(key, data[start:stop]); err != nil {
-			return err
+		stop, err := fn(key, start)
+		if err != nil {
+			return 0, err
+		}
+		if stop == 0 {
+			if stop = valueEnd(data, start); stop < 0 {
+				return 0, errSyntax
+			}
 		}
 		i = skipSpace(data, stop)
 		if i >= len(data) {
-			return errSyntax
+			return 0, errSyntax
 		}
 		if data[i] == '}' {
-			return nil
+			return i + 1, nil
 		}
 		if data[i] != ',' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipSpace(data, i+1)
 	}
@@ -237,19 +276,23 @@ func skipSpace(data []byte, i int) int {
 }
 
 // stringEnd returns the index just past the string starting at data[i] (a quote), -1 if it does
-// not end, and whether it holds escapes.
-func stringEnd(data []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
+// not end.
+func stringEnd(data []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return -1
 		}
+		q := j + k
+		backslashes := 0
+		for p := q - 1; p > i && data[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 { // not an escaped quote
+			return q + 1
+		}
+		j = q + 1
 	}
-	return -1, escaped
 }
 
 // valueEnd returns the index just past the JSON value starting at data[i], -1 if it does not end.
@@ -259,14 +302,13 @@ func valueEnd(data []byte, i int) int {
 	}
 	switch data[i] {
 	case '"':
-		end, _ := stringEnd(data, i)
-		return end
+		return stringEnd(data, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(data); j++ {
 			switch data[j] {
 			case '"':
-				end, _ := stringEnd(data, j)
+				end := stringEnd(data, j)
 				if end < 0 {
 					return -1
 				}
@@ -282,16 +324,17 @@ func valueEnd(data []byte, i int) int {
 		}
 		return -1
 	}
+	// A number, true, false or null: up to the next delimiter.
 	j := i
 	for j < len(data) {
 		switch data[j] {
 		case ',', '}', ']', ' ', '\n', '\t', '\r':
+			if j == i {
+				return -1
+			}
 			return j
 		}
 		j++
-	}
-	if j == i {
-		return -1
 	}
 	return j
 }

@@ -165,7 +165,7 @@ func TestRawNeedsKnownReads(t *testing.T) {
 func TestEachField(t *testing.T) {
 	for _, in := range []string{
 		`{}`, ` { } `, `{"a":1}`, `{"a":{"b":[1,{"c":"}"}]},"d":"\\\"","e":null,"f":true,"g":-1.5e3}`,
-		`{"\u0061":"x","b\"":[]}`,
+		`{"\u0061":"x","b\"":[]}`, `{"k\\":"v\\\\","z":"\"}","y":["]",{"}":"["}]}`,
 	} {
 		want := map[string]any{}
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
@@ -187,9 +187,62 @@ func TestEachField(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", in, got, want)
 		}
 	}
-	for _, bad := range []string{``, `[]`, `{"a"}`, `{"a":1`, `{"a":"x}`, `{"a":1,}`, `{"a":{}`} {
+	for _, bad := range []string{``, `[]`, `{"a"}`, `{"a":1`, `{"a":"x}`, `{"a":1,}`, `{"a":{}`, `{"a":}`, `{"a":1} x`, `{"a":"\"}`} {
 		if err := eachField([]byte(bad), func(string, []byte) error { return nil }); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
+}
+
+// benchWidgets are n stored objects shaped as test/bench's widgets, with a managedFields entry.
+func benchWidgets(b *testing.B, n int) [][]byte {
+	b.Helper()
+	items := make([][]byte, n)
+	for i := range items {
+		items[i] = fmt.Appendf(nil, `{"apiVersion":"bench.lapis.dev/v1","kind":"Widget","metadata":{"name":"w-%06d","namespace":"bench",`+
+			`"uid":"0b5c6a52-3f3e-4a53-9d53-%012d","resourceVersion":"%d","generation":1,"creationTimestamp":"2026-01-02T03:04:05Z",`+
+			`"labels":{"app":"bench"},"managedFields":[{"manager":"bench","operation":"Update","apiVersion":"bench.lapis.dev/v1",`+
+			`"time":"2026-01-02T03:04:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},`+
+			`"f:spec":{".":{},"f:color":{},"f:containers":{},"f:labels":{".":{},"f:label-0":{},"f:label-1":{}},"f:size":{}}}}]},`+
+			`"spec":{"color":"blue","size":%d,"labels":{"label-0":"value-0","label-1":"value-1","label-2":"value-2","label-3":"value-3"},`+
+			`"containers":[{"name":"c0","image":"registry.example.com/app:0.0","args":["--flag-a","--flag-b","--gen=0"]},`+
+			`{"name":"c1","image":"registry.example.com/app:0.1","args":["--flag-a","--flag-b","--gen=0"]},`+
+			`{"name":"c2","image":"registry.example.com/app:0.2","args":["--flag-a","--flag-b","--gen=0"]}]}}`, i, i, 100+i, i%5+1)
+	}
+	return items
+}
+
+// BenchmarkTable compares a Table of 2 000 widgets from decoded objects (decoding included, as
+// the list path did) with one from their JSON.
+func BenchmarkTable(b *testing.B) {
+	items := benchWidgets(b, 2000)
+	p, err := CustomPrinter(&apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &catalog.Resource{Printer: p}
+	opts := Options{APIVersion: "meta.k8s.io/v1"}
+	b.Run("decoded", func(b *testing.B) {
+		for b.Loop() {
+			decoded := make([]*unstructured.Unstructured, len(items))
+			for i, item := range items {
+				decoded[i] = &unstructured.Unstructured{}
+				if err := decoded[i].UnmarshalJSON(item); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := Build(r, decoded, metav1.ListMeta{ResourceVersion: "1"}, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(items)*b.N)/b.Elapsed().Seconds(), "objects/s")
+	})
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := BuildRaw(r, items, metav1.ListMeta{ResourceVersion: "1"}, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(items)*b.N)/b.Elapsed().Seconds(), "objects/s")
+	})
 }
