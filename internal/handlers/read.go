@@ -236,9 +236,18 @@ func startWatchStream(w http.ResponseWriter, contentType string) http.Flusher {
 // jsonWatch returns the encoder of a JSON watch stream written to w: one event a line.
 func jsonWatch(rq *request, target routing.Target, w io.Writer) func(objects.WatchEvent) error {
 	headersSent := false
+	raw := target.MediaType != routing.Protobuf && tables.Raw(rq.resource)
 	return func(ev objects.WatchEvent) error {
 		// As kube-apiserver's watch encoder, every event but an error is converted, bookmarks too.
-		if target.As != "" && (ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted || ev.Type == watch.Bookmark) {
+		converts := ev.Type == watch.Added || ev.Type == watch.Modified || ev.Type == watch.Deleted || ev.Type == watch.Bookmark
+		if target.As == "Table" && converts && raw {
+			// As for lists: the Table is made from the event's JSON, undecoded.
+			if rv, err := tables.ResourceVersion(ev.Object); err == nil {
+				if body, err := tables.BuildRaw(rq.resource, [][]byte{ev.Object}, metav1.ListMeta{ResourceVersion: rv}, tableOptions(rq, target, headersSent)); err == nil {
+					ev.Object, headersSent = body, true
+				}
+			}
+		} else if target.As != "" && converts {
 			obj := &unstructured.Unstructured{}
 			if err := obj.UnmarshalJSON(ev.Object); err == nil {
 				if body, err := converted(rq, target, []*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, headersSent); err == nil {

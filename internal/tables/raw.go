@@ -113,6 +113,16 @@ func BuildRaw(r *catalog.Resource, items [][]byte, meta metav1.ListMeta, opts Op
 	return out.Bytes(), nil
 }
 
+// ResourceVersion is metadata.resourceVersion of the JSON object item, as
+// unstructured.GetResourceVersion reads it.
+func ResourceVersion(item []byte) (string, error) {
+	obj, _, err := project(item, map[string]*wanted{"metadata": {keys: map[string]bool{"resourceVersion": true}}})
+	if err != nil {
+		return "", err
+	}
+	return obj.GetResourceVersion(), nil
+}
+
 // wanted is what to decode of one top-level field: all of it, or only some of its keys.
 type wanted struct {
 	all  bool
