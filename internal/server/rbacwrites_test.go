@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -49,6 +50,20 @@ func TestBootstrapPolicyDirect(t *testing.T) {
 		t.Fatalf("%d ClusterRoles in the watch cache, want %d: %v", len(crs.Items), want, err)
 	}
 
+	// RBAC's informers, which watch, get them: anonymous users may read /version
+	// (system:public-info-viewer).
+	anonymous, err := kubernetes.NewForConfig(rest.AnonymousClientConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		_, err := anonymous.Discovery().ServerVersion()
+		return err == nil, nil
+	}); err != nil {
+		t.Errorf("anonymous /version: %v", err)
+	}
+
+	// Some are deleted and recreated by the reconcile of a later start, through the loopback.
 	keys := []string{
 		"/registry/rbac.authorization.k8s.io/clusterroles/system:aggregate-to-edit",
 		"/registry/rbac.authorization.k8s.io/clusterrolebindings/system:public-info-viewer",
@@ -78,14 +93,5 @@ func TestBootstrapPolicyDirect(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("%s stored on a first start:\n%s\nby the loopback's POST:\n%s", key, got, want)
 		}
-	}
-
-	// RBAC's informers have them: anonymous users may read /version (system:public-info-viewer).
-	anonymous, err := kubernetes.NewForConfig(rest.AnonymousClientConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := anonymous.Discovery().ServerVersion(); err != nil {
-		t.Errorf("anonymous /version: %v", err)
 	}
 }
