@@ -24,7 +24,7 @@ func rawTestObjects(t *testing.T) [][]byte {
 		  "ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"o1","controller":true,"blockOwnerDeletion":true}],
 		  "managedFields":[{"manager":"kubectl","operation":"Apply","apiVersion":"example.com/v1","time":"2021-05-06T07:08:09Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:size":{}}}}]},
 		  "spec":{"size":3,"ratio":0.25,"on":true,"color":"red","when":"2019-03-04T05:06:07Z","tags":["a","b"],"items":[{"name":"i1"},{"name":"i2"}],"big":12345678901234,"nested":{"deep":{"x":null}},"we\"ird":"k"},
-		  "status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Other","status":"False"}],"phase":"Running"}}`,
+		  "status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Other","status":"False"}],"phase":"Running"},"spec.x":{"y":"dotted","z":1}}`,
 		`{ "kind" : "Widget" , "apiVersion" : "example.com/v1" , "spec" : "not an object" , "status" : [1,2] ,
 		  "metadata" : { "name" : "spaced" , "creationTimestamp" : null , "annotations" : {"k8s.io/initial-events-end":"true"} } }`,
 		`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"types","creationTimestamp":"2018-01-01T00:00:00Z","labels":{}},
@@ -63,6 +63,7 @@ func TestBuildRawMatchesBuild(t *testing.T) {
 			column("Items", "string", ".spec.items[*].name"), column("First", "string", ".spec.items[0].name"),
 			column("Deep", "string", ".spec.nested.deep"), column("Spec", "string", ".spec"),
 			column("Phase", "string", ".status.phase"), column("Weird", "string", `.spec.we\"ird`),
+			column("Union", "string", ".spec['size','color']"), column("Dotted", "string", `.spec\.x.y`),
 		},
 		"metadata": {
 			column("App", "string", ".metadata.labels.app"), column("Labels", "string", ".metadata.labels"),
@@ -145,6 +146,7 @@ func TestRawNeedsKnownReads(t *testing.T) {
 	}{
 		{".spec.size", true}, {".status.conditions[0].status", true}, {".spec", true},
 		{"..name", false}, {".*", false}, {".spec}{.status", true},
+		{".spec['a','b']", true}, {`.spec\.x.y`, true},
 	}
 	for _, tt := range tests {
 		p, err := CustomPrinter(&apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1",
