@@ -20,9 +20,9 @@ func TestMain(m *testing.M) {
 
 // startLapis starts lapis on a fresh data directory and waits until it is ready (/readyz). It
 // is stopped when the test ends; the last 20 KB of its log are printed if the test failed.
-func startLapis(t testing.TB) *lapisproc.Proc {
+func startLapis(t testing.TB, flags ...string) *lapisproc.Proc {
 	t.Helper()
-	return lapisproc.StartTest(t, lapisproc.Options{Bin: lapisBin, DataDir: t.TempDir(), WaitReady: true, LogTail: 20 << 10})
+	return lapisproc.StartTest(t, lapisproc.Options{Bin: lapisBin, DataDir: t.TempDir(), WaitReady: true, LogTail: 20 << 10, Flags: flags})
 }
 
 func truncate(s string, n int) string {
