@@ -13,7 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -282,7 +281,7 @@ type WatchBatch struct {
 func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (<-chan WatchBatch, <-chan error) {
 	out := make(chan WatchBatch, 16)
 	errc := make(chan error, 1)
-	wch := s.client.Watch(watchStream(ctx, prefix), prefix, clientv3.WithPrefix(),
+	wch := s.client.Watch(ctx, prefix, clientv3.WithPrefix(),
 		clientv3.WithRev(afterRevision+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	go func() {
 		defer close(out)
@@ -321,19 +320,10 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (
 	return out, errc
 }
 
-// RequestProgress asks etcd to tell the watches of prefix opened with ctx how far the store has
-// come, even when nothing changed under prefix.
-func (s *Store) RequestProgress(ctx context.Context, prefix string) error {
-	return s.client.RequestProgress(watchStream(ctx, prefix))
-}
-
-// watchStream is ctx marked for prefix's own watch stream. etcd's client shares one gRPC
-// stream among the watches whose contexts carry the same metadata, and etcd answers a progress
-// request on a stream only when every watch on it is in step: a watch still catching up, or one
-// just opened past the store's revision, silenced the progress of all the others (a watch
-// cache waiting to be fresh then waited its whole timeout). Watches of one prefix share one.
-func watchStream(ctx context.Context, prefix string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "lapis-watch-prefix", prefix)
+// RequestProgress asks etcd to tell the watches opened with ctx how far the store has come,
+// even when nothing changed under their prefixes.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	return s.client.RequestProgress(ctx)
 }
 
 // Compact discards history before revision.

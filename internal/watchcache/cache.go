@@ -331,7 +331,7 @@ func (c *Cache) WaitFresh(ctx context.Context, revision int64, timeout time.Dura
 			return nil
 		}
 		if !asked {
-			_ = c.store.RequestProgress(context.Background(), c.prefix)
+			_ = c.store.RequestProgress(context.Background())
 			asked = true
 		}
 		select {

@@ -210,36 +210,3 @@ func TestListOrderedByKey(t *testing.T) {
 		}
 	}
 }
-
-// TestFreshWhileOtherCachesStart: a cache becomes fresh at once while other caches start their
-// watches and other keys are written. Watches sharing one etcd stream left its progress
-// requests unanswered while a new watch there was not in step, and the cache waited out its
-// whole timeout (8 rounds of 40 here).
-func TestFreshWhileOtherCachesStart(t *testing.T) {
-	b, err := storage.OpenEmbedded(context.Background(), t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	store := storage.NewStore(b.Client)
-	caches := New(ctx, store, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	split := func(key string) (string, string) { return "", key }
-	a := caches.For("/registry/a/", split)
-	fresh(t, a, store)
-	for i := range 40 {
-		caches.For(fmt.Sprintf("/registry/others-%d/", i), split)
-		if _, err := store.Create(ctx, fmt.Sprintf("/registry/elsewhere/%d", i), thing(fmt.Sprintf("e%d", i), "x")); err != nil {
-			t.Fatal(err)
-		}
-		rev, err := store.Revision(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.WaitFresh(ctx, rev, 2*time.Second); err != nil {
-			t.Fatalf("round %d: the cache did not reach revision %d while other caches started: %v", i, rev, err)
-		}
-		time.Sleep(5 * time.Millisecond) // let the new cache list and watch
-	}
-}
