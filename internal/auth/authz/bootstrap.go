@@ -406,41 +406,30 @@ func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, 
 }
 
 func (m *clusterRoleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	if m.direct == nil {
-		return m.ClusterRoleModifier.Create(in)
-	}
-	if err := m.direct.store(clusterRolesResource, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole); err != nil {
-		return nil, err
-	}
-	return in, nil
+	return createThrough(m.direct, clusterRolesResource, in, in.(reconciliation.ClusterRoleRuleOwner).ClusterRole, m.ClusterRoleModifier.Create)
 }
 
 func (m *clusterRoleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	if m.direct == nil {
-		return m.ClusterRoleBindingClientAdapter.Create(in)
-	}
-	if err := m.direct.store(clusterRoleBindingsResource, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding); err != nil {
-		return nil, err
-	}
-	return in, nil
+	return createThrough(m.direct, clusterRoleBindingsResource, in, in.(reconciliation.ClusterRoleBindingAdapter).ClusterRoleBinding, m.ClusterRoleBindingClientAdapter.Create)
 }
 
 func (m *roleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
-	if m.direct == nil {
-		return m.RoleModifier.Create(in)
-	}
-	if err := m.direct.store(rolesResource, in.(reconciliation.RoleRuleOwner).Role); err != nil {
-		return nil, err
-	}
-	return in, nil
+	return createThrough(m.direct, rolesResource, in, in.(reconciliation.RoleRuleOwner).Role, m.RoleModifier.Create)
 }
 
 func (m *roleBindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	if m.direct == nil {
-		return m.RoleBindingClientAdapter.Create(in)
+	return createThrough(m.direct, roleBindingsResource, in, in.(reconciliation.RoleBindingAdapter).RoleBinding, m.RoleBindingClientAdapter.Create)
+}
+
+// createThrough creates in, whose object is obj: through d when set (a first start), else with
+// the client's create.
+func createThrough[T any](d *direct, resource schema.GroupVersionResource, in T, obj runtime.Object, create func(T) (T, error)) (T, error) {
+	if d == nil {
+		return create(in)
 	}
-	if err := m.direct.store(roleBindingsResource, in.(reconciliation.RoleBindingAdapter).RoleBinding); err != nil {
-		return nil, err
+	if err := d.store(resource, obj); err != nil {
+		var none T
+		return none, err
 	}
 	return in, nil
 }
