@@ -131,7 +131,7 @@ type document struct {
 }
 
 // encoded is a document's JSON, kept gzipped: the v3 documents are ~10 MiB of JSON together,
-// ~1 MiB gzipped, and clients ask for gzip (Go's transport does by itself).
+// ~1 MiB gzipped. It is served unzipped, as kube-apiserver serves it whatever the client accepts.
 type encoded struct {
 	gzipped  []byte
 	etag     string // of the JSON
@@ -295,41 +295,10 @@ func serveJSON(w http.ResponseWriter, r *http.Request, e encoded) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Etag", strconv.Quote(e.etag))
-	w.Header().Add("Vary", "Accept-Encoding")
-	if acceptsGzip(r.Header.Values("Accept-Encoding")) {
-		w.Header().Set("Content-Encoding", "gzip")
-		http.ServeContent(w, r, "", e.modified, bytes.NewReader(e.gzipped))
-		return
-	}
 	j, err := e.json()
 	if err != nil {
 		http.Error(w, "reading OpenAPI document: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	http.ServeContent(w, r, "", e.modified, bytes.NewReader(j))
-}
-
-// acceptsGzip says whether Accept-Encoding values admit gzip (RFC 9110: "gzip" or "*" with a
-// weight above 0, unless gzip itself is weighted 0).
-func acceptsGzip(values []string) bool {
-	star := false
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-			coding = strings.ToLower(strings.TrimSpace(coding))
-			if coding != "gzip" && coding != "*" {
-				continue
-			}
-			ok := true
-			if q, found := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q="); found {
-				w, err := strconv.ParseFloat(q, 64)
-				ok = err == nil && w > 0
-			}
-			if coding == "gzip" {
-				return ok
-			}
-			star = ok
-		}
-	}
-	return star
 }
