@@ -6,7 +6,10 @@
 #   - a list of 2 000 Deployments, bytes received and not decoded: lapis >= 10x kube's lists/s
 #     (BenchmarkDeploymentList/2000/json-raw; protobuf-raw is shown too)
 #   - lapis's RSS at idle grows by <= 30 MB from the built-in types: the lapis built here
-#     against one built from BASELINE (default fbddeee, before they landed)
+#     against one built from BASELINE (default fbddeee, before they landed), like for like: lapis
+#     unmaps its executable's read-only pages 2 s after ready (internal/exepages) and the
+#     baseline does not, so the baseline is read again IDLE-2 s after the same is done to it from
+#     outside (pageout); the plain difference is printed too
 # Both servers run as separate processes with fsync on: a lapis binary (embedded etcd) and
 # shared/reference/kube-reference (KCM=0 REFERENCE_FSYNC=1: kube-apiserver on etcd, no
 # controller manager, so neither server makes ReplicaSets). The benchmarks are this package's,
@@ -41,6 +44,7 @@ cd "$repo"
 echo "== building lapis, the benchmarks and the baseline ($baseline)"
 go build -o "$work/lapis" ./cmd/lapis
 go test -c -o "$work/bench.test" ./test/bench/
+go build -o "$work/pageout" ./test/bench/pageout/
 before=${LAPIS_BEFORE_BIN:-}
 if [ -z "$before" ]; then
   mkdir "$work/baseline"
@@ -58,12 +62,16 @@ cp "$before" "$work/before.run"
 cp "$work/lapis" "$work/now.run"
 repeat=${REPEAT:-3}
 echo "== idle RSS (after ${idle}s idle on a fresh data dir; median of $repeat starts)"
-: >"$work/rss-before"; : >"$work/rss-now"
+: >"$work/rss-before"; : >"$work/rss-before-released"; : >"$work/rss-now"
 for i in $(seq 1 "$repeat"); do
   start_lapis "$work/before.run" "before-$i"
   sleep "$idle"
   rss_mib "$lapis_pid" >>"$work/rss-before"; echo >>"$work/rss-before"
   echo "lapis at $baseline, start $i: $(rss_split "$lapis_pid") MiB"
+  "$work/pageout" "$lapis_pid"
+  sleep $((idle - 2))
+  rss_mib "$lapis_pid" >>"$work/rss-before-released"; echo >>"$work/rss-before-released"
+  echo "lapis at $baseline, start $i, $((idle - 2)) s after its executable's pages were released: $(rss_split "$lapis_pid") MiB"
   stop_lapis
   start_lapis "$work/now.run" "now-$i"
   sleep "$idle"
@@ -73,8 +81,9 @@ for i in $(seq 1 "$repeat"); do
 done
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 rss_before=$(median "$work/rss-before")
+rss_before_released=$(median "$work/rss-before-released")
 rss_now=$(median "$work/rss-now")
-echo "lapis at $baseline: $rss_before MiB ($(tr '\n' ' ' <"$work/rss-before")); lapis now: $rss_now MiB ($(tr '\n' ' ' <"$work/rss-now"))"
+echo "lapis at $baseline: $rss_before MiB ($(tr '\n' ' ' <"$work/rss-before")), released like lapis: $rss_before_released MiB ($(tr '\n' ' ' <"$work/rss-before-released")); lapis now: $rss_now MiB ($(tr '\n' ' ' <"$work/rss-now"))"
 
 start_lapis "$work/lapis" lapis-bench
 bench lapis "$work/lapis-bench-data/kubeconfig"
@@ -96,7 +105,7 @@ fi
 
 # Side by side, then the targets. A benchmark line: NAME-PROCS N NS ns/op V1 UNIT1 V2 UNIT2 ...
 echo
-awk -v rss_before="$rss_before" -v rss_now="$rss_now" '
+awk -v rss_before="$rss_before" -v rss_before_released="$rss_before_released" -v rss_now="$rss_now" '
   FNR == 1 { file++ }
   /^Benchmark/ {
     name = $1; sub(/-[0-9]+$/, "", name)
@@ -122,7 +131,8 @@ awk -v rss_before="$rss_before" -v rss_now="$rss_now" '
       }
     }
     print ""
-    check("idle RSS growth since the baseline (MiB)", rss_now - rss_before, "<=", 30)
+    printf "%-58s %8.2f (the baseline as it runs)\n", "idle RSS growth since the baseline (MiB)", rss_now - rss_before
+    check("idle RSS growth since the baseline, like for like (MiB)", rss_now - rss_before_released, "<=", 30)
     if (m[2, "BenchmarkDeploymentApply/clients-16", "applies/s"] == "") {
       print "no kube-apiserver numbers: throughput targets not checked"
     } else {
