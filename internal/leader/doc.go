@@ -12,4 +12,7 @@
 // A replica that loses the lease (etcd unreachable for 5 s, say) does not exit as
 // kube-controller-manager would: once its work has returned it campaigns again, and the work
 // starts afresh with a new context if it wins.
+//
+// A replica that can have no peers (its etcd embedded and not exposed: Config.Sole) runs the
+// work at once and holds no Lease.
 package leader

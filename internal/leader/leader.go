@@ -41,6 +41,10 @@ type Config struct {
 	Log                                       *slog.Logger
 	// OnNewLeader, if set, learns each holder this replica observes (its own identity included).
 	OnNewLeader func(identity string)
+	// Sole says no other replica can share this one's etcd (an embedded etcd no other process
+	// reaches): the work runs at once, for the Elector's life, and no Lease is held, for renewing
+	// one would be a write a second that keeps no one out.
+	Sole bool
 }
 
 // Work is one piece of singleton work: it runs until ctx ends.
@@ -98,8 +102,19 @@ func Start(ctx context.Context, cfg Config, work ...Work) (*Elector, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	e := &Elector{cfg: cfg, work: work, log: log.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity),
 		cancel: cancel, done: make(chan struct{})}
-	go e.run(ctx)
+	if cfg.Sole {
+		go e.runSole(ctx)
+	} else {
+		go e.run(ctx)
+	}
 	return e, nil
+}
+
+// runSole runs the work as one term that lasts until ctx ends.
+func (e *Elector) runSole(ctx context.Context) {
+	defer close(e.done)
+	e.lead(ctx, &term{})
+	e.setLeading(false)
 }
 
 // Identity is this replica's holder identity.

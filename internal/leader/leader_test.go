@@ -230,3 +230,29 @@ func TestTimings(t *testing.T) {
 		})
 	}
 }
+
+// TestSole runs the work at once, holds no Lease, and stops the work on Stop.
+func TestSole(t *testing.T) {
+	client := fake.NewClientset()
+	tr := &tracker{running: map[string]bool{}}
+	cfg := short
+	cfg.Sole = true
+	e := start(t, client, cfg, "only", tr)
+	tr.waitFor(t, time.Second, func(runner string) bool { return runner == "only" })
+	if !e.Leading() || e.Terms() != 1 {
+		t.Errorf("Leading %v, Terms %d: want true, 1", e.Leading(), e.Terms())
+	}
+	time.Sleep(3 * short.RetryPeriod) // a holder would have renewed by now
+	if actions := client.Actions(); len(actions) != 0 {
+		t.Errorf("the sole replica called the API: %v", actions)
+	}
+	if leases, err := client.CoordinationV1().Leases("kube-system").List(context.Background(), metav1.ListOptions{}); err != nil || len(leases.Items) != 0 {
+		t.Errorf("leases: %v, %v; want none", leases, err)
+	}
+	if err := e.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if runner := tr.runner(); runner != "" || e.Leading() {
+		t.Errorf("after Stop: %q running, Leading %v", runner, e.Leading())
+	}
+}

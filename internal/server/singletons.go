@@ -19,7 +19,8 @@ import (
 )
 
 // ControllersLease is the Lease in kube-system whose holder runs lapis's singleton work, as
-// kube-controller-manager's "kube-controller-manager" Lease.
+// kube-controller-manager's "kube-controller-manager" Lease. A lapis whose embedded etcd is not
+// exposed to other processes runs the work without it.
 const ControllersLease = "lapis-controller-manager"
 
 // singletons is what startSingletons needs.
@@ -68,7 +69,9 @@ func (s *Server) startSingletons(ctx context.Context, d singletons) (*leader.Ele
 			}},
 		)
 	}
-	return leader.Start(ctx, leader.Config{Client: d.lb.client, Name: ControllersLease, Log: s.log.With("component", "leader")}, work...)
+	// An embedded etcd that no other process reaches has no other replica to keep out.
+	sole := len(s.cfg.EtcdServers) == 0 && s.cfg.EmbeddedEtcdClientURL == ""
+	return leader.Start(ctx, leader.Config{Client: d.lb.client, Name: ControllersLease, Sole: sole, Log: s.log.With("component", "leader")}, work...)
 }
 
 // longLived is an informer factory whose informers, once started, run until stop whatever
