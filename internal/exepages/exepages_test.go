@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -69,6 +70,9 @@ func TestReleasable(t *testing.T) {
 		}
 	}
 }
+
+// unixAddr is the address of a mapping's first byte.
+func unixAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
 // mappingOf returns the mapping of this process that holds addr.
 func mappingOf(t *testing.T, addr uintptr) mapping {

@@ -61,6 +61,7 @@ fi
 cp "$before" "$work/before.run"
 cp "$work/lapis" "$work/now.run"
 repeat=${REPEAT:-3}
+after_release=$((idle > 2 ? idle - 2 : 0)) # lapis releases its own 2 s after ready
 echo "== idle RSS (after ${idle}s idle on a fresh data dir; median of $repeat starts)"
 : >"$work/rss-before"; : >"$work/rss-before-released"; : >"$work/rss-now"
 for i in $(seq 1 "$repeat"); do
@@ -69,9 +70,9 @@ for i in $(seq 1 "$repeat"); do
   rss_mib "$lapis_pid" >>"$work/rss-before"; echo >>"$work/rss-before"
   echo "lapis at $baseline, start $i: $(rss_split "$lapis_pid") MiB"
   "$work/pageout" "$lapis_pid"
-  sleep $((idle - 2))
+  sleep "$after_release"
   rss_mib "$lapis_pid" >>"$work/rss-before-released"; echo >>"$work/rss-before-released"
-  echo "lapis at $baseline, start $i, $((idle - 2)) s after its executable's pages were released: $(rss_split "$lapis_pid") MiB"
+  echo "lapis at $baseline, start $i, $after_release s after its executable's pages were released: $(rss_split "$lapis_pid") MiB"
   stop_lapis
   start_lapis "$work/now.run" "now-$i"
   sleep "$idle"
