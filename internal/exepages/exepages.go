@@ -20,35 +20,59 @@ type mapping struct {
 	rss        uint64 // bytes resident
 }
 
+// Range is a mapping of an executable's pages that can be dropped without losing anything.
+type Range struct {
+	Start, End uint64
+	Resident   int64 // bytes resident when the mappings were read
+}
+
 // Release unmaps the resident read-only pages of this process's executable and returns how many
 // bytes were resident in the mappings it released.
 func Release() (int64, error) {
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return 0, fmt.Errorf("finding the executable: %w", err)
-	}
-	return releaseFile(exe)
-}
-
-// releaseFile releases the read-only, unmodified private mappings of the file at path.
-func releaseFile(path string) (int64, error) {
-	maps, err := readSmaps()
+	ranges, err := Releasable("self")
 	if err != nil {
 		return 0, err
 	}
+	return release(ranges)
+}
+
+// release unmaps ranges of this process.
+func release(ranges []Range) (int64, error) {
 	var released int64
-	for _, m := range maps {
-		if m.path != path || !releasable(m) {
-			continue
-		}
+	for _, r := range ranges {
 		// Not unix.Madvise: the range is an address read from /proc, and making a slice of it
 		// takes a uintptr-to-pointer conversion that vet rightly flags.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), unix.MADV_DONTNEED); errno != 0 {
-			return released, fmt.Errorf("releasing %x-%x of %s: %w", m.start, m.end, path, errno)
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(r.Start), uintptr(r.End-r.Start), unix.MADV_DONTNEED); errno != 0 {
+			return released, fmt.Errorf("releasing %x-%x: %w", r.Start, r.End, errno)
 		}
-		released += int64(m.rss)
+		released += r.Resident
 	}
 	return released, nil
+}
+
+// Releasable returns the resident mappings of process pid's executable ("self": this process)
+// that are read-only and unmodified.
+func Releasable(pid string) ([]Range, error) {
+	exe, err := os.Readlink("/proc/" + pid + "/exe")
+	if err != nil {
+		return nil, fmt.Errorf("finding the executable: %w", err)
+	}
+	return releasableOf(pid, exe)
+}
+
+// releasableOf returns the mappings of the file at path that process pid may drop.
+func releasableOf(pid, path string) ([]Range, error) {
+	maps, err := readSmaps(pid)
+	if err != nil {
+		return nil, err
+	}
+	var ranges []Range
+	for _, m := range maps {
+		if m.path == path && releasable(m) {
+			ranges = append(ranges, Range{Start: m.start, End: m.end, Resident: int64(m.rss)})
+		}
+	}
+	return ranges, nil
 }
 
 // releasable says whether dropping m's pages loses nothing: a private mapping that cannot be
@@ -57,9 +81,9 @@ func releasable(m mapping) bool {
 	return len(m.perms) == 4 && m.perms[1] != 'w' && m.perms[3] == 'p' && m.anonymous == 0 && m.rss > 0
 }
 
-// readSmaps reads the mappings of this process.
-func readSmaps() ([]mapping, error) {
-	data, err := os.ReadFile("/proc/self/smaps")
+// readSmaps reads the mappings of process pid.
+func readSmaps(pid string) ([]mapping, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/smaps")
 	if err != nil {
 		return nil, fmt.Errorf("reading mappings: %w", err)
 	}

@@ -77,7 +77,7 @@ func unixAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 // mappingOf returns the mapping of this process that holds addr.
 func mappingOf(t *testing.T, addr uintptr) mapping {
 	t.Helper()
-	maps, err := readSmaps()
+	maps, err := readSmaps("self")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +122,16 @@ func TestReleaseFile(t *testing.T) {
 	if !bytes.Equal(clean, content) {
 		t.Fatal("the clean mapping does not read the file")
 	}
-	cleanAddr := uintptr(unixAddr(clean))
+	cleanAddr := unixAddr(clean)
 	if m := mappingOf(t, cleanAddr); m.rss == 0 {
 		t.Fatalf("the clean mapping is not resident after reading it: %+v", m)
 	}
 
-	released, err := releaseFile(path)
+	ranges, err := releasableOf("self", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released, err := release(ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +141,7 @@ func TestReleaseFile(t *testing.T) {
 	if m := mappingOf(t, cleanAddr); m.rss != 0 {
 		t.Errorf("the clean mapping is still resident: %+v", m)
 	}
-	if m := mappingOf(t, uintptr(unixAddr(written))); m.rss == 0 || m.anonymous == 0 {
+	if m := mappingOf(t, unixAddr(written)); m.rss == 0 || m.anonymous == 0 {
 		t.Errorf("the written mapping was released: %+v", m)
 	}
 	if written[0] != 'X' {

@@ -100,11 +100,12 @@ func Start(ctx context.Context, cfg Config, work ...Work) (*Elector, error) {
 		return nil, fmt.Errorf("leader election for %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	e := &Elector{cfg: cfg, work: work, log: log.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity),
-		cancel: cancel, done: make(chan struct{})}
+	e := &Elector{cfg: cfg, work: work, cancel: cancel, done: make(chan struct{})}
 	if cfg.Sole {
+		e.log = log.With("lease", "none (sole replica)")
 		go e.runSole(ctx)
 	} else {
+		e.log = log.With("lease", cfg.Namespace+"/"+cfg.Name, "identity", cfg.Identity)
 		go e.run(ctx)
 	}
 	return e, nil

@@ -1,20 +1,20 @@
 // Command pageout asks the kernel to reclaim the resident pages of another process's executable
-// that are mapped read-only (process_madvise MADV_PAGEOUT), as lapis unmaps its own once ready
-// (internal/exepages). compare-kube.sh uses it to measure a baseline build that does not do so
-// like for like.
+// that lapis would release of its own (exepages.Releasable; process_madvise MADV_PAGEOUT, since
+// one process cannot MADV_DONTNEED another's). compare-kube.sh uses it to measure a baseline
+// build that does not release them like for like.
 //
 //	pageout PID
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lapis-dev/lapis/internal/exepages"
 )
 
 func main() {
@@ -34,7 +34,7 @@ func main() {
 }
 
 func pageout(pid int) error {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	ranges, err := exepages.Releasable(strconv.Itoa(pid))
 	if err != nil {
 		return err
 	}
@@ -43,30 +43,13 @@ func pageout(pid int) error {
 		return err
 	}
 	defer unix.Close(pidfd)
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "start-end perms offset dev inode path"
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || strings.Join(fields[5:], " ") != exe || strings.Contains(fields[1], "w") {
-			continue
-		}
-		lo, hi, _ := strings.Cut(fields[0], "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("bad mapping %q", fields[0])
-		}
+	for _, r := range ranges {
 		// One struct iovec: the range is the other process's memory, only described here.
-		iov := [2]uint64{start, end - start}
+		iov := [2]uint64{r.Start, r.End - r.Start}
 		_, _, errno := unix.Syscall6(unix.SYS_PROCESS_MADVISE, uintptr(pidfd), uintptr(unsafe.Pointer(&iov[0])), 1, unix.MADV_PAGEOUT, 0, 0)
 		if errno != 0 {
-			return fmt.Errorf("pageout %s: %w", fields[0], errno)
+			return fmt.Errorf("pageout %x-%x: %w", r.Start, r.End, errno)
 		}
 	}
-	return sc.Err()
+	return nil
 }
