@@ -11,13 +11,15 @@ import (
 )
 
 // fakeLapis is a stand-in for `lapis serve --data-dir DIR ...`: it runs before, then writes a
-// kubeconfig into DIR as lapis does (atomically) and waits, running onTerm on SIGTERM.
+// kubeconfig into DIR as lapis does (atomically) and waits, running onTerm on SIGTERM. Like lapis,
+// it handles SIGTERM before its kubeconfig says it is ready: a test may stop it at once.
 func fakeLapis(t *testing.T, before, onTerm string) string {
 	t.Helper()
 	script := `#!/bin/sh
 dir=$3
 echo "fake lapis $*"
 ` + before + `
+trap '` + onTerm + `' TERM
 cat > "$dir/kubeconfig.tmp" <<EOF
 apiVersion: v1
 kind: Config
@@ -27,7 +29,6 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 EOF
 mv "$dir/kubeconfig.tmp" "$dir/kubeconfig"
-trap '` + onTerm + `' TERM
 while :; do sleep 0.02; done
 `
 	bin := filepath.Join(t.TempDir(), "lapis")
