@@ -35,7 +35,7 @@ type openRoom struct {
 	next uint64 // the next WAL segment beyond what a left-over 0.tmp holds
 	tail uint64 // preallocating the last segment again beyond what it holds
 	// fresh: a new member. etcd preallocates its first segment (and panics if it cannot),
-	// then, as for any member, the next one.
+	// then, as for any member, the next one, while it already writes its first entries.
 	fresh bool
 }
 
@@ -63,7 +63,12 @@ func bytesString(n uint64) string {
 // the last segment must be cut first.
 func (r openRoom) plan() (startPlan, error) {
 	if r.fresh {
-		if need := r.next + minFreeToStart; r.free < need {
+		// Both segments, or not at all. Without room for the next one, etcd's attempt to
+		// preallocate it (in a goroutine, as the new member writes its first entries) takes
+		// every free page of a tmpfs before failing and giving them back: a database commit
+		// landing then fails, and etcd exits. And a new member that could not write could not
+		// take lapis's own start-up objects either.
+		if need := 2*r.next + minFreeToStart; r.free < need {
 			return 0, errDiskFull(r.free, need)
 		}
 		return startAsIs, nil // nothing is freed while etcd starts: no race
@@ -82,7 +87,7 @@ func (r openRoom) plan() (startPlan, error) {
 // for the last segment to take back (startAsIs, or after trimTail).
 func (r openRoom) blocked() bool {
 	if r.fresh {
-		return r.free < 2*r.next+minFreeToStart
+		return false // plan refuses a new member without room for its next segment
 	}
 	return r.free < r.db+r.next+minFreeToStart
 }

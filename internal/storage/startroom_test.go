@@ -32,7 +32,7 @@ func TestOpenRoomPlan(t *testing.T) {
 		{"full", openRoom{free: 1 * mib, next: seg}, true, 0, false},
 		{"room only for the database's holes", openRoom{free: 18 * mib, db: 16 * mib, next: seg}, true, 0, false},
 		{"new member with room for two segments", openRoom{free: 2*seg + minFreeToStart, next: seg, fresh: true}, false, startAsIs, false},
-		{"new member with room for one segment", openRoom{free: seg + minFreeToStart, next: seg, fresh: true}, false, startAsIs, true},
+		{"new member with room for one segment only", openRoom{free: 2*seg + minFreeToStart - 1, next: seg, fresh: true}, true, 0, false},
 		{"new member without room for its first segment", openRoom{free: 60 * mib, next: seg, fresh: true}, true, 0, false},
 	} {
 		p, err := c.room.plan()
@@ -267,9 +267,11 @@ func TestOpenNearlyFullTmpfs(t *testing.T) {
 	}
 }
 
-// TestStartFreshNearlyFullTmpfs: a new member starts where its first WAL segment fits, without
-// a next one where only that fits, and otherwise not at all, saying the disk is full (etcd
-// panicked creating its WAL).
+// TestStartFreshNearlyFullTmpfs: a new member starts where its first two WAL segments fit,
+// and otherwise not at all, saying the disk is full. (Where only the first fitted, etcd's
+// failing attempt at the second took all of the tmpfs for a moment, and a database commit
+// landing then made it exit, in 2 of 5 starts under load; where none fitted, it panicked
+// creating its WAL.)
 func TestStartFreshNearlyFullTmpfs(t *testing.T) {
 	mnt := mountTmpfs(t, "200m")
 	for i, c := range []struct {
@@ -278,7 +280,7 @@ func TestStartFreshNearlyFullTmpfs(t *testing.T) {
 		blocked bool
 	}{
 		{30 * mib, true, false},
-		{100 * mib, false, true},
+		{100 * mib, true, false},
 		{140 * mib, false, false},
 	} {
 		fill := fillTo(t, mnt, c.free)
