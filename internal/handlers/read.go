@@ -263,7 +263,6 @@ func jsonWatch(rq *request, target routing.Target, w io.Writer) func(objects.Wat
 		line = append(line, bytes.TrimRight(ev.Object, "\n")...) // encoders may end with a newline
 		line = append(line, '}')
 		line = append(line, '\n')
-		_, err := w.Write(line)
-		return err
+		return writeInFrames(w, line)
 	}
 }

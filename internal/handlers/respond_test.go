@@ -39,7 +39,7 @@ func TestWithoutTypeMeta(t *testing.T) {
 // TestJSONList: a list written in chunks is the list assembled whole, with the length it
 // announces, items with and without their type fields, across chunk boundaries.
 func TestJSONList(t *testing.T) {
-	big := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"k":"` + strings.Repeat("x", chunkSize+17) + `"}}`
+	big := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"k":"` + strings.Repeat("x", frameChunk+17) + `"}}`
 	items := [][]byte{
 		[]byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}`),
 		[]byte(big),
@@ -75,7 +75,7 @@ func TestJSONList(t *testing.T) {
 				t.Fatalf("withoutTypes=%v: item %d has kind %v, apiVersion %v", withoutTypes, i, hasKind, hasVersion)
 			}
 		}
-		if n := len(list.Items[1]["data"]); n < chunkSize {
+		if n := len(list.Items[1]["data"]); n < frameChunk {
 			t.Errorf("the big item lost its data: %d bytes", n)
 		}
 	}
