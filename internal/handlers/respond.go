@@ -201,7 +201,7 @@ func (p *parts) add(b ...[]byte) {
 // plaintext) with the 9-byte header of the HTTP/2 DATA frame that carries it. Go's HTTP/2
 // server sends a write as DATA frames of at most what the client accepts, 16 KiB from
 // client-go and kubectl; written more at a time, every frame took two records and two writes
-// to the socket, the second of 9 bytes (a sixth of a large list's CPU, measured). Over
+// to the socket, the second of 9 bytes (an eighth of a large list's CPU, measured). Over
 // HTTP/1.1 each write is one record as well.
 const frameChunk = 16<<10 - 9
 
