@@ -41,7 +41,8 @@ type listConventions struct {
 // than a few shapes; past the bound the cache starts over rather than grow without end.
 const maxConverters = 128
 
-func newListConventions(r *catalog.Resource) (*listConventions, error) {
+// newListConventions prepares r's list conventions from its versions' models in defs.
+func newListConventions(r *catalog.Resource, defs *openapi.Definitions) (*listConventions, error) {
 	c := &listConventions{
 		keys:       conventions.MergeKeys(),
 		roots:      map[schema.GroupVersionKind]string{},
@@ -71,7 +72,7 @@ func newListConventions(r *catalog.Resource) (*listConventions, error) {
 	if s := v.Schema.OpenAPIV3Schema; s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
 		c.preserve = true
 	}
-	c.models = openapi.Models(versions)
+	c.models = defs.Models(versions)
 	for _, at := range versions {
 		gvk := at.GroupVersionKind()
 		for name, m := range c.models {

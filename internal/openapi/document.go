@@ -18,8 +18,9 @@ const bearerToken = "BearerToken"
 // assemble gathers what a document for resources rs holds: their routes and every definition
 // the routes refer to, directly or not, with x-kubernetes-group-version-kind on the definitions
 // of the kinds served.
-func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schema) {
-	defs := builtin(f)
+func (d *Definitions) assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schema) {
+	defs := d.of(f)
+	params := queryParams(defs)
 	custom := map[string]definition{}
 	gvks := map[string]gvkList{
 		statusModel: {{Version: "v1", Kind: "Status"}},
@@ -29,20 +30,20 @@ func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schem
 	for _, r := range rs {
 		var kindModel, listModel string
 		if r.CRD == nil {
-			kindModel, listModel = builtinModel(r.GroupVersion, r.Kind), builtinModel(r.GroupVersion, listKind(r))
+			kindModel, listModel = builtinModel(defs, r.GroupVersion, r.Kind), builtinModel(defs, r.GroupVersion, listKind(r))
 		}
 		if kindModel == "" {
 			kindModel = customModel(r.GroupVersion, r.Kind)
-			custom[kindModel] = customKind(r, f)
+			custom[kindModel] = customKind(r, f, defs)
 		}
 		if listModel == "" {
 			listModel = customModel(r.GroupVersion, listKind(r))
-			custom[listModel] = customList(r, kindModel, f)
+			custom[listModel] = customList(r, kindModel, f, defs)
 		}
 		gvks[kindModel] = gvks[kindModel].add(r.GroupVersionKind())
 		gvks[listModel] = gvks[listModel].add(r.GroupVersion.WithKind(listKind(r)))
 		gvks[deleteOptionsModel] = gvks[deleteOptionsModel].add(r.GroupVersion.WithKind("DeleteOptions"))
-		routes = append(routes, resourceRoutes(r, kindModel, listModel)...)
+		routes = append(routes, resourceRoutes(r, kindModel, listModel, params)...)
 	}
 
 	schemas := map[string]spec.Schema{}
@@ -79,8 +80,8 @@ func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schem
 }
 
 // buildV2 builds the swagger 2.0 document served at /openapi/v2.
-func buildV2(rs []*catalog.Resource) *spec.Swagger {
-	routes, schemas := assemble(v2, rs)
+func (d *Definitions) buildV2(rs []*catalog.Resource) *spec.Swagger {
+	routes, schemas := d.assemble(v2, rs)
 	doc := &spec.Swagger{SwaggerProps: spec.SwaggerProps{
 		Swagger:     "2.0",
 		Info:        info,
@@ -157,8 +158,8 @@ func (o operation) extensions() spec.Extensions {
 }
 
 // buildV3 builds the OpenAPI v3 document of one group-version (/openapi/v3/apis/GROUP/VERSION).
-func buildV3(rs []*catalog.Resource) *spec3.OpenAPI {
-	routes, schemas := assemble(v3, rs)
+func (d *Definitions) buildV3(rs []*catalog.Resource) *spec3.OpenAPI {
+	routes, schemas := d.assemble(v3, rs)
 	doc := &spec3.OpenAPI{
 		Version: "3.0.0",
 		Info:    info,
