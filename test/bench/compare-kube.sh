@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compares lapis with kube-apiserver 1.37 on built-in types, back to back on this machine, and
+# Compares lapis with kube-apiserver 1.37 on built-in types, in turn on this machine, and
 # checks issue 8's targets:
 #   - server-side apply of Deployments: lapis >= 3x kube-apiserver's applies/s
 #     (BenchmarkDeploymentApply: 16 clients, 64 Deployments, two field managers)
@@ -17,7 +17,8 @@
 #
 #   test/bench/compare-kube.sh
 #
-# BENCHTIME (default 3s) is -test.benchtime; IDLE (default 10) the seconds a server idles
+# BENCHTIME (default 3s) is -test.benchtime, ROUNDS (default 3) how many times each server is
+# benchmarked, in turn (the medians are compared); IDLE (default 10) the seconds a server idles
 # before its RSS is read, REPEAT (default 3) how many starts of each binary that takes;
 # LAPIS_BEFORE_BIN a baseline binary already built (else BASELINE is built from `git archive`).
 # KUBE=0 skips kube-apiserver. Exits 1 if a target is missed.
@@ -28,16 +29,18 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lapis-kube-bench.XXXXXX")
 baseline=${BASELINE:-fbddeee}
 benchtime=${BENCHTIME:-3s}
 idle=${IDLE:-10}
+rounds=${ROUNDS:-3}
 # shellcheck source=lib.sh
 . "$repo/test/bench/lib.sh"
 trap 'stop_all; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-# bench NAME KUBECONFIG: runs the Deployment benchmarks against the server KUBECONFIG names.
+# bench NAME KUBECONFIG: runs the Deployment benchmarks against the server KUBECONFIG names,
+# adding their output to $work/NAME.txt.
 bench() {
   echo "== Deployment benchmarks against $1 (-benchtime $benchtime)"
   LAPIS_BENCH_KUBECONFIG=$2 "$work/bench.test" -test.run '^$' -test.bench 'Deployment' \
-    -test.benchtime "$benchtime" -test.timeout 30m | grep -v '^I[0-9]' | tee "$work/$1.txt"
+    -test.benchtime "$benchtime" -test.timeout 30m | grep -v '^I[0-9]' | tee -a "$work/$1.txt"
 }
 
 cd "$repo"
@@ -86,23 +89,29 @@ rss_before_released=$(median "$work/rss-before-released")
 rss_now=$(median "$work/rss-now")
 echo "lapis at $baseline: $rss_before MiB ($(tr '\n' ' ' <"$work/rss-before")), released like lapis: $rss_before_released MiB ($(tr '\n' ' ' <"$work/rss-before-released")); lapis now: $rss_now MiB ($(tr '\n' ' ' <"$work/rss-now"))"
 
+# The throughput benchmarks: both servers up, benchmarked in turn ROUNDS times (this VM's speed
+# drifts by a third within minutes: rounds taken back to back share the drift), each metric's
+# median kept. The server not being measured idles meanwhile.
 start_lapis "$work/lapis" lapis-bench
-bench lapis "$work/lapis-bench-data/kubeconfig"
-echo "lapis RSS after the benchmarks: $(rss_mib "$lapis_pid") MiB"
-stop_lapis
-
+: >"$work/lapis.txt"; : >"$work/kube.txt"
 have_kube=
 if [ "${KUBE:-1}" != 0 ]; then
   kube_dir=$work/kube
   if kubeconfig=$(start_kube); then
-    echo
-    bench kube "$kubeconfig"
-    echo "kube-apiserver RSS after the benchmarks: $(rss_mib "$(cat "$kube_dir/kube-apiserver.pid")") MiB"
     have_kube=1
+  else
+    stop_kube
   fi
-  stop_kube
 fi
-[ -n "$have_kube" ] || : >"$work/kube.txt"
+for round in $(seq 1 "$rounds"); do
+  echo "== round $round of $rounds"
+  bench lapis "$work/lapis-bench-data/kubeconfig"
+  [ -z "$have_kube" ] || bench kube "$kubeconfig"
+done
+echo "lapis RSS after the benchmarks: $(rss_mib "$lapis_pid") MiB"
+[ -z "$have_kube" ] || echo "kube-apiserver RSS after the benchmarks: $(rss_mib "$(cat "$kube_dir/kube-apiserver.pid")") MiB"
+stop_lapis
+stop_kube
 
 # Side by side, then the targets. A benchmark line: NAME-PROCS N NS ns/op V1 UNIT1 V2 UNIT2 ...
 echo
@@ -110,8 +119,20 @@ awk -v rss_before="$rss_before" -v rss_before_released="$rss_before_released" -v
   FNR == 1 { file++ }
   /^Benchmark/ {
     name = $1; sub(/-[0-9]+$/, "", name)
-    if (file == 1) order[++rows] = name
-    for (i = 3; i < NF; i += 2) m[file, name, $(i+1)] = $i
+    if (file == 1 && !(name in listed)) { listed[name]; order[++rows] = name }
+    for (i = 3; i < NF; i += 2) { k = file SUBSEP name SUBSEP $(i+1); vals[k, ++count[k]] = $i }
+  }
+  # m[file, name, unit] is the median over the rounds.
+  function medians(   k, n, i, j, x, sorted) {
+    for (k in count) {
+      n = count[k]
+      for (i = 1; i <= n; i++) {
+        x = vals[k, i] + 0
+        for (j = i - 1; j >= 1 && sorted[j] > x; j--) sorted[j + 1] = sorted[j]
+        sorted[j + 1] = x
+      }
+      m[k] = n % 2 ? sorted[(n + 1) / 2] : (sorted[n / 2] + sorted[n / 2 + 1]) / 2
+    }
   }
   function ratio(name, unit) { return m[2, name, unit] > 0 ? m[1, name, unit] / m[2, name, unit] : 0 }
   function check(what, got, op, want,   ok) {
@@ -120,7 +141,8 @@ awk -v rss_before="$rss_before" -v rss_before_released="$rss_before_released" -v
     if (!ok) missed++
   }
   END {
-    printf "%-44s %-10s %12s %12s %8s\n", "benchmark", "metric", "lapis", "kube", "lapis/kube"
+    medians()
+    printf "%-44s %-10s %12s %12s %8s\n", "benchmark", "metric", "lapis", "kube", "lapis/kube (medians)"
     for (r = 1; r <= rows; r++) {
       n = order[r]
       split("applies/s p50-ms p99-ms objects/s MB/op", units, " ")
