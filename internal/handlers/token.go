@@ -47,7 +47,7 @@ type audiencesProvider interface {
 
 // WithTokenIssuer lets serviceaccounts/token issue tokens with i.
 func (h *Handler) WithTokenIssuer(i TokenIssuer) *Handler {
-	h.computed.tokens = &tokenEndpoint{TokenIssuer: i, models: h.objects.OpenAPI()}
+	h.computed.tokens = &tokenEndpoint{TokenIssuer: i, models: h.objects.Models()}
 	return h
 }
 

@@ -54,7 +54,7 @@ func newComputed(h *Handler) *computed {
 	c := &computed{authz: authorizerfactory.NewAlwaysAllowAuthorizer(), rules: authorizerfactory.NewAlwaysAllowAuthorizer(),
 		components: h.kubeComponents}
 	if h.objects != nil { // nil: a Handler that only encodes (tests)
-		c.fields.models = h.objects.OpenAPI()
+		c.fields.models = h.objects.Models()
 	}
 	return c
 }

@@ -40,9 +40,9 @@ func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
 	return &Service{store: store, cat: cat, fields: apply.NewManagers(models), models: models, now: time.Now}
 }
 
-// OpenAPI returns the OpenAPI definitions the service's field managers are made with: the
+// Models returns the OpenAPI definitions the service's field managers are made with: the
 // OpenAPI documents and other type converters share them.
-func (s *Service) OpenAPI() *openapi.Definitions { return s.models }
+func (s *Service) Models() *openapi.Definitions { return s.models }
 
 // Catalog returns the catalogue the service serves.
 func (s *Service) Catalog() *catalog.Catalog { return s.cat }
