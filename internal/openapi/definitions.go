@@ -157,8 +157,8 @@ func loadBuiltin(f flavour) map[string]definition {
 }
 
 // builtinModel returns the model name of a built-in kind, or "" if openapi-gen has not generated
-// it (defs has no such model). Types of k8s.io/api live in io.k8s.api.<package>, the package
-// being the group's first label ("core" for the legacy group).
+// it (defs has no such model). Types of k8s.io/api live in io.k8s.api.<package>, the package being the group's first label
+// ("core" for the legacy group).
 func builtinModel(defs map[string]definition, gv schema.GroupVersion, kind string) string {
 	var pkg string
 	switch {
