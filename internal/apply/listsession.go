@@ -41,8 +41,7 @@ type listConventions struct {
 // than a few shapes; past the bound the cache starts over rather than grow without end.
 const maxConverters = 128
 
-// newListConventions prepares r's list conventions from its versions' models in defs.
-func newListConventions(r *catalog.Resource, defs *openapi.Definitions) (*listConventions, error) {
+func newListConventions(r *catalog.Resource) (*listConventions, error) {
 	c := &listConventions{
 		keys:       conventions.MergeKeys(),
 		roots:      map[schema.GroupVersionKind]string{},
@@ -72,7 +71,7 @@ func newListConventions(r *catalog.Resource, defs *openapi.Definitions) (*listCo
 	if s := v.Schema.OpenAPIV3Schema; s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
 		c.preserve = true
 	}
-	c.models = defs.Models(versions)
+	c.models = openapi.Models(versions)
 	for _, at := range versions {
 		gvk := at.GroupVersionKind()
 		for name, m := range c.models {

@@ -27,7 +27,6 @@ type Managers struct {
 	extensionsTypes managedfields.TypeConverter
 	aggregatorTypes managedfields.TypeConverter // apiregistration.k8s.io (APIServices)
 	typed           *runtime.Scheme             // knows the Go types of built-in kinds
-	models          *openapi.Definitions        // scale's and custom resources' schemas come from OpenAPI
 
 	mu    sync.Mutex
 	cache map[key]*managedfields.FieldManager
@@ -41,8 +40,8 @@ type key struct {
 	subresource string
 }
 
-// NewManagers returns an empty cache whose OpenAPI schemas are made with models.
-func NewManagers(models *openapi.Definitions) *Managers {
+// NewManagers returns an empty cache.
+func NewManagers() *Managers {
 	extensions := runtime.NewScheme()
 	_ = apiextensionsv1.AddToScheme(extensions)
 	aggregator := runtime.NewScheme()
@@ -56,7 +55,6 @@ func NewManagers(models *openapi.Definitions) *Managers {
 		extensionsTypes: apiextensionsapply.NewTypeConverter(extensions),
 		aggregatorTypes: aggregatorapply.NewTypeConverter(aggregator),
 		typed:           typed,
-		models:          models,
 		cache:           map[key]*managedfields.FieldManager{},
 		lists:           map[*catalog.Resource]*listConventions{},
 	}
@@ -90,7 +88,7 @@ func (m *Managers) ForScale(r *catalog.Resource) (*managedfields.FieldManager, e
 	}
 	// client-go's schema has no Scale (it is no top-level apply configuration): use the OpenAPI
 	// definition, as kube-apiserver does.
-	types, err := managedfields.NewTypeConverter(m.models.ScaleModels(), false)
+	types, err := managedfields.NewTypeConverter(openapi.ScaleModels(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +135,7 @@ func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfield
 	if r.CRD == nil {
 		return managedfields.NewDefaultFieldManager(m.builtinTypesOf(r), objects, objects, objects, gvk, hub, subresource, reset)
 	}
-	types, err := m.customTypes(r)
+	types, err := customTypes(r)
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", r.GroupVersionResource(), err)
 	}
@@ -162,7 +160,7 @@ func (m *Managers) forConventions(r *catalog.Resource, subresource string) (*man
 	c, ok := m.lists[r]
 	if !ok {
 		var err error
-		if c, err = newListConventions(r, m.models); err != nil {
+		if c, err = newListConventions(r); err != nil {
 			m.mu.Unlock()
 			return nil, fmt.Errorf("schema of %s: %w", r.GroupVersionResource(), err)
 		}
@@ -189,7 +187,7 @@ func (m *Managers) builtinTypesOf(r *catalog.Resource) managedfields.TypeConvert
 
 // customTypes builds the type converter of a custom resource from its OpenAPI schema; without
 // a schema every field is atomic.
-func (m *Managers) customTypes(r *catalog.Resource) (managedfields.TypeConverter, error) {
+func customTypes(r *catalog.Resource) (managedfields.TypeConverter, error) {
 	v := r.CRDVersion
 	if v == nil || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 		return managedfields.NewDeducedTypeConverter(), nil
@@ -200,7 +198,7 @@ func (m *Managers) customTypes(r *catalog.Resource) (managedfields.TypeConverter
 	}
 	// Managed fields may have been recorded at any version of the CRD: the converter must know
 	// them all, or their owners' entries are lost on conversion.
-	return managedfields.NewTypeConverter(m.models.Models(crdVersions(r)), preserve)
+	return managedfields.NewTypeConverter(openapi.Models(crdVersions(r)), preserve)
 }
 
 // crdVersions is custom resource r at each version of its CRD.
@@ -223,7 +221,7 @@ func (m *Managers) CheckApplied(r *catalog.Resource, config *unstructured.Unstru
 		types = m.builtinTypesOf(r)
 	} else {
 		var err error
-		if types, err = m.customTypes(r); err != nil {
+		if types, err = customTypes(r); err != nil {
 			return err
 		}
 	}

@@ -13,9 +13,8 @@ import (
 
 // fieldManagers are the field managers of the computed resources, built on first use.
 type fieldManagers struct {
-	models *openapi.Definitions // their types' schemas
-	mu     sync.Mutex
-	m      map[*catalog.Resource]*managedfields.FieldManager
+	mu sync.Mutex
+	m  map[*catalog.Resource]*managedfields.FieldManager
 }
 
 func (f *fieldManagers) of(r *catalog.Resource) *managedfields.FieldManager {
@@ -25,7 +24,7 @@ func (f *fieldManagers) of(r *catalog.Resource) *managedfields.FieldManager {
 		return fm
 	}
 	var fm *managedfields.FieldManager
-	types, err := managedfields.NewTypeConverter(f.models.Models([]*catalog.Resource{r}), false)
+	types, err := managedfields.NewTypeConverter(openapi.Models([]*catalog.Resource{r}), false)
 	if err == nil {
 		s := legacyscheme.Scheme
 		fm, _ = managedfields.NewDefaultFieldManager(types, s, s, s, r.GroupVersionKind(), r.GroupVersion, "", nil)

@@ -33,7 +33,6 @@ import (
 	"github.com/lapis-dev/lapis/internal/crd"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
-	"github.com/lapis-dev/lapis/internal/openapi"
 	"github.com/lapis-dev/lapis/internal/patch"
 	"github.com/lapis-dev/lapis/internal/routing"
 )
@@ -275,7 +274,7 @@ var applyFuzzKinds = []struct {
 // FuzzApply merges server-side apply configurations (YAML, decoded as the apply handler
 // decodes them) into live built-in objects through their field managers.
 func FuzzApply(f *testing.F) {
-	managers := apply.NewManagers(openapi.NewDefinitions())
+	managers := apply.NewManagers()
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	type target struct {

@@ -47,14 +47,13 @@ type audiencesProvider interface {
 
 // WithTokenIssuer lets serviceaccounts/token issue tokens with i.
 func (h *Handler) WithTokenIssuer(i TokenIssuer) *Handler {
-	h.computed.tokens = &tokenEndpoint{TokenIssuer: i, models: h.objects.Models()}
+	h.computed.tokens = &tokenEndpoint{TokenIssuer: i}
 	return h
 }
 
 // tokenEndpoint is the issuer and the field manager of the TokenRequests it answers with.
 type tokenEndpoint struct {
 	TokenIssuer
-	models *openapi.Definitions // TokenRequest's schema
 	once   sync.Once
 	fields *managedfields.FieldManager // nil when it cannot be built: answers go without managedFields
 }
@@ -72,7 +71,7 @@ func (t *tokenEndpoint) issuer() TokenIssuer {
 func (t *tokenEndpoint) fieldManager() *managedfields.FieldManager {
 	t.once.Do(func() {
 		r := &catalog.Resource{GroupVersion: authenticationv1.SchemeGroupVersion, Kind: "TokenRequest", Name: "tokenrequests", Virtual: true}
-		types, err := managedfields.NewTypeConverter(t.models.Models([]*catalog.Resource{r}), false)
+		types, err := managedfields.NewTypeConverter(openapi.Models([]*catalog.Resource{r}), false)
 		if err != nil {
 			return
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/jsoncost"
-	"github.com/lapis-dev/lapis/internal/openapi"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/stored"
 	"github.com/lapis-dev/lapis/internal/watchcache"
@@ -27,8 +26,7 @@ type Service struct {
 	store  *storage.Store
 	cat    *catalog.Catalog
 	fields *apply.Managers
-	models *openapi.Definitions // kube's OpenAPI definitions, shared with whoever serves or uses them
-	caches *watchcache.Caches   // nil: every read goes to storage
+	caches *watchcache.Caches // nil: every read goes to storage
 	now    func() time.Time
 	// written spares the next update of an object lapis wrote the decoding of what it wrote.
 	written lastWrites
@@ -36,13 +34,8 @@ type Service struct {
 
 // NewService returns a Service over store serving the resources in cat.
 func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
-	models := openapi.NewDefinitions()
-	return &Service{store: store, cat: cat, fields: apply.NewManagers(models), models: models, now: time.Now}
+	return &Service{store: store, cat: cat, fields: apply.NewManagers(), now: time.Now}
 }
-
-// Models returns the OpenAPI definitions the service's field managers are made with: the
-// OpenAPI documents and other type converters share them.
-func (s *Service) Models() *openapi.Definitions { return s.models }
 
 // Catalog returns the catalogue the service serves.
 func (s *Service) Catalog() *catalog.Catalog { return s.cat }

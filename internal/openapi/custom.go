@@ -24,8 +24,8 @@ var (
 // apiextensions-apiserver does: the structural schema plus apiVersion, kind and metadata. It also
 // serves built-in resources openapi-gen has no definition for: they get the schema of a CRD
 // without one (any object).
-func customKind(r *catalog.Resource, f flavour, defs map[string]definition) definition {
-	d := definition{schema: *f.finish(kindSchema(r, f, defs)), deps: []string{objectMetaModel, typeMetaModel}}
+func customKind(r *catalog.Resource, f flavour) definition {
+	d := definition{schema: *f.finish(kindSchema(r, f)), deps: []string{objectMetaModel, typeMetaModel}}
 	if r.CRD != nil {
 		if fields := selectableFields(r.CRDVersion); fields != nil {
 			d.schema.AddExtension("x-kubernetes-selectable-fields", fields)
@@ -35,7 +35,7 @@ func customKind(r *catalog.Resource, f flavour, defs map[string]definition) defi
 }
 
 // customList builds the definition of a resource's list kind, whose items are kindModel.
-func customList(r *catalog.Resource, kindModel string, f flavour, defs map[string]definition) definition {
+func customList(r *catalog.Resource, kindModel string, f flavour) definition {
 	s := (&spec.Schema{}).
 		Typed("object", "").
 		WithDescription(fmt.Sprintf("%s is a list of %s", listKind(r), r.Kind)).
@@ -43,11 +43,11 @@ func customList(r *catalog.Resource, kindModel string, f flavour, defs map[strin
 		SetProperty("items", *spec.ArrayProperty(f.refSchema(kindModel)).WithDescription(
 			fmt.Sprintf("List of %s. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", r.Name))).
 		SetProperty("metadata", *f.refSchema(listMetaModel).WithDescription(listMetaDescription))
-	addTypeMeta(s, defs)
+	addTypeMeta(s, f)
 	return definition{schema: *f.finish(s), deps: []string{listMetaModel, typeMetaModel, kindModel}}
 }
 
-func kindSchema(r *catalog.Resource, f flavour, defs map[string]definition) *spec.Schema {
+func kindSchema(r *catalog.Resource, f flavour) *spec.Schema {
 	ss := structural(r.CRDVersion)
 	preserveUnknown := r.CRD != nil && r.CRD.Spec.PreserveUnknownFields
 	if ss == nil || (f.v2 && (ss.XPreserveUnknownFields || preserveUnknown)) {
@@ -60,8 +60,8 @@ func kindSchema(r *catalog.Resource, f flavour, defs map[string]definition) *spe
 	}
 	s := ss.ToKubeOpenAPI()
 	s.SetProperty("metadata", *f.refSchema(objectMetaModel).WithDescription(objectMetaDescription))
-	addTypeMeta(s, defs)
-	addEmbeddedProperties(s, f, defs)
+	addTypeMeta(s, f)
+	addEmbeddedProperties(s, f)
 	return s
 }
 
@@ -102,9 +102,9 @@ func validTypes(s *structuralschema.Structural) bool {
 	return validTypes(s.Items)
 }
 
-// addTypeMeta sets the apiVersion and kind properties from TypeMeta's definition in defs.
-func addTypeMeta(s *spec.Schema, defs map[string]definition) {
-	tm := defs[typeMetaModel].schema
+// addTypeMeta sets the apiVersion and kind properties from TypeMeta's definition.
+func addTypeMeta(s *spec.Schema, f flavour) {
+	tm := builtin(f)[typeMetaModel].schema
 	s.SetProperty("apiVersion", tm.Properties["apiVersion"])
 	s.SetProperty("kind", tm.Properties["kind"])
 }
@@ -112,19 +112,19 @@ func addTypeMeta(s *spec.Schema, defs map[string]definition) {
 // addEmbeddedProperties gives every x-kubernetes-embedded-resource object apiVersion, kind and
 // metadata, except (in v2) below x-kubernetes-preserve-unknown-fields, where kubectl would then
 // refuse the unknown fields.
-func addEmbeddedProperties(s *spec.Schema, f flavour, defs map[string]definition) {
+func addEmbeddedProperties(s *spec.Schema, f flavour) {
 	if s == nil {
 		return
 	}
 	for k, v := range s.Properties {
-		addEmbeddedProperties(&v, f, defs)
+		addEmbeddedProperties(&v, f)
 		s.Properties[k] = v
 	}
 	if s.Items != nil {
-		addEmbeddedProperties(s.Items.Schema, f, defs)
+		addEmbeddedProperties(s.Items.Schema, f)
 	}
 	if s.AdditionalProperties != nil {
-		addEmbeddedProperties(s.AdditionalProperties.Schema, f, defs)
+		addEmbeddedProperties(s.AdditionalProperties.Schema, f)
 	}
 	if preserve, _ := s.Extensions.GetBool("x-kubernetes-preserve-unknown-fields"); preserve && f.v2 {
 		return
@@ -132,7 +132,7 @@ func addEmbeddedProperties(s *spec.Schema, f flavour, defs map[string]definition
 	if embedded, _ := s.Extensions.GetBool("x-kubernetes-embedded-resource"); !embedded {
 		return
 	}
-	tm := defs[typeMetaModel].schema
+	tm := builtin(f)[typeMetaModel].schema
 	apiVersion, kind := tm.Properties["apiVersion"], tm.Properties["kind"]
 	s.SetProperty("apiVersion", *apiVersion.WithDescription("apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"))
 	s.SetProperty("kind", *kind.WithDescription("kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"))

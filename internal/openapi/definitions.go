@@ -68,22 +68,14 @@ type definition struct {
 	deps   []string
 }
 
-// Definitions holds kube's generated OpenAPI definitions of the built-in types, prepared for
-// each flavour while they are in use (see defsMemo). A server has one: its documents and the
-// type converters made from OpenAPI (custom resources, scale, virtual resources) share it.
-type Definitions struct{ v2, v3 *defsMemo }
+// builtinV2 and builtinV3 memoise loadBuiltin, a pure function of the flavour.
+var builtinV2, builtinV3 = &defsMemo{f: v2, keep: keepDefs}, &defsMemo{f: v3, keep: keepDefs}
 
-// NewDefinitions returns Definitions that prepare nothing until asked.
-func NewDefinitions() *Definitions {
-	return &Definitions{v2: &defsMemo{f: v2, keep: keepDefs}, v3: &defsMemo{f: v3, keep: keepDefs}}
-}
-
-// of returns the definitions prepared for flavour f.
-func (d *Definitions) of(f flavour) map[string]definition {
+func builtin(f flavour) map[string]definition {
 	if f.v2 {
-		return d.v2.get()
+		return builtinV2.get()
 	}
-	return d.v3.get()
+	return builtinV3.get()
 }
 
 // keepDefs is how long prepared definitions are kept unused before they are dropped.
@@ -157,9 +149,9 @@ func loadBuiltin(f flavour) map[string]definition {
 }
 
 // builtinModel returns the model name of a built-in kind, or "" if openapi-gen has not generated
-// it (defs has no such model). Types of k8s.io/api live in io.k8s.api.<package>, the package being the group's first label
+// it. Types of k8s.io/api live in io.k8s.api.<package>, the package being the group's first label
 // ("core" for the legacy group).
-func builtinModel(defs map[string]definition, gv schema.GroupVersion, kind string) string {
+func builtinModel(gv schema.GroupVersion, kind string) string {
 	var pkg string
 	switch {
 	case gv.Group == "":
@@ -170,7 +162,7 @@ func builtinModel(defs map[string]definition, gv schema.GroupVersion, kind strin
 		pkg = "io.k8s.api." + strings.SplitN(gv.Group, ".", 2)[0]
 	}
 	model := pkg + "." + gv.Version + "." + kind
-	if _, ok := defs[model]; !ok {
+	if _, ok := builtin(v3)[model]; !ok {
 		return ""
 	}
 	return model

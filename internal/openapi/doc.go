@@ -8,9 +8,7 @@
 // k8s.io/kubernetes/pkg/generated/openapi), the schemas of custom resources (built from each CRD
 // version's openAPIV3Schema the way apiextensions-apiserver builds them), and the paths of every
 // served resource with the query parameters kubectl looks for (fieldValidation on writes tells
-// it the server validates fields itself). The built-in definitions are prepared by a Definitions
-// value, one per server, which also gives the schemas that type converters are built from
-// (Models, ScaleModels), and holds them only while they are in use.
+// it the server validates fields itself).
 //
 // Documents are built on first request after the catalogue's revision changes, never per request;
 // a group-version's v3 document is carried over to the next revision when the catalogue still

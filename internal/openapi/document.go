@@ -18,9 +18,8 @@ const bearerToken = "BearerToken"
 // assemble gathers what a document for resources rs holds: their routes and every definition
 // the routes refer to, directly or not, with x-kubernetes-group-version-kind on the definitions
 // of the kinds served.
-func (d *Definitions) assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schema) {
-	defs := d.of(f)
-	params := queryParams(defs)
+func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schema) {
+	defs := builtin(f)
 	custom := map[string]definition{}
 	gvks := map[string]gvkList{
 		statusModel: {{Version: "v1", Kind: "Status"}},
@@ -30,20 +29,20 @@ func (d *Definitions) assemble(f flavour, rs []*catalog.Resource) ([]route, map[
 	for _, r := range rs {
 		var kindModel, listModel string
 		if r.CRD == nil {
-			kindModel, listModel = builtinModel(defs, r.GroupVersion, r.Kind), builtinModel(defs, r.GroupVersion, listKind(r))
+			kindModel, listModel = builtinModel(r.GroupVersion, r.Kind), builtinModel(r.GroupVersion, listKind(r))
 		}
 		if kindModel == "" {
 			kindModel = customModel(r.GroupVersion, r.Kind)
-			custom[kindModel] = customKind(r, f, defs)
+			custom[kindModel] = customKind(r, f)
 		}
 		if listModel == "" {
 			listModel = customModel(r.GroupVersion, listKind(r))
-			custom[listModel] = customList(r, kindModel, f, defs)
+			custom[listModel] = customList(r, kindModel, f)
 		}
 		gvks[kindModel] = gvks[kindModel].add(r.GroupVersionKind())
 		gvks[listModel] = gvks[listModel].add(r.GroupVersion.WithKind(listKind(r)))
 		gvks[deleteOptionsModel] = gvks[deleteOptionsModel].add(r.GroupVersion.WithKind("DeleteOptions"))
-		routes = append(routes, resourceRoutes(r, kindModel, listModel, params)...)
+		routes = append(routes, resourceRoutes(r, kindModel, listModel)...)
 	}
 
 	schemas := map[string]spec.Schema{}
@@ -80,8 +79,8 @@ func (d *Definitions) assemble(f flavour, rs []*catalog.Resource) ([]route, map[
 }
 
 // buildV2 builds the swagger 2.0 document served at /openapi/v2.
-func (d *Definitions) buildV2(rs []*catalog.Resource) *spec.Swagger {
-	routes, schemas := d.assemble(v2, rs)
+func buildV2(rs []*catalog.Resource) *spec.Swagger {
+	routes, schemas := assemble(v2, rs)
 	doc := &spec.Swagger{SwaggerProps: spec.SwaggerProps{
 		Swagger:     "2.0",
 		Info:        info,
@@ -158,8 +157,8 @@ func (o operation) extensions() spec.Extensions {
 }
 
 // buildV3 builds the OpenAPI v3 document of one group-version (/openapi/v3/apis/GROUP/VERSION).
-func (d *Definitions) buildV3(rs []*catalog.Resource) *spec3.OpenAPI {
-	routes, schemas := d.assemble(v3, rs)
+func buildV3(rs []*catalog.Resource) *spec3.OpenAPI {
+	routes, schemas := assemble(v3, rs)
 	doc := &spec3.OpenAPI{
 		Version: "3.0.0",
 		Info:    info,

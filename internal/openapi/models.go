@@ -11,8 +11,8 @@ import (
 // Models returns the OpenAPI v3 schemas, by model name, of resources rs and of everything they
 // refer to, with x-kubernetes-group-version-kind on their kinds. Server-side apply builds its
 // type converter for custom resources from them, as kube-apiserver does from the same documents.
-func (d *Definitions) Models(rs []*catalog.Resource) map[string]*spec.Schema {
-	_, schemas := d.assemble(v3, rs)
+func Models(rs []*catalog.Resource) map[string]*spec.Schema {
+	_, schemas := assemble(v3, rs)
 	out := make(map[string]*spec.Schema, len(schemas))
 	for name, s := range schemas {
 		out[name] = &s
@@ -22,8 +22,8 @@ func (d *Definitions) Models(rs []*catalog.Resource) map[string]*spec.Schema {
 
 // ScaleModels returns the v3 schemas of autoscaling/v1 Scale and what it refers to, with its
 // x-kubernetes-group-version-kind: what the scale subresource's field manager works with.
-func (d *Definitions) ScaleModels() map[string]*spec.Schema {
-	defs := d.of(v3)
+func ScaleModels() map[string]*spec.Schema {
+	defs := builtin(v3)
 	out := map[string]*spec.Schema{}
 	var include func(model string)
 	include = func(model string) {

@@ -82,7 +82,7 @@ func newServer(t *testing.T) (*catalog.Catalog, *Service, *httptest.Server) {
 	cat := catalog.New()
 	cat.AddBuiltin(builtins()...)
 	cat.SetCustom("widgets.example.com", widgets(widgetSchema("integer")))
-	svc := NewService(cat, NewDefinitions())
+	svc := NewService(cat)
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
 	return cat, svc, srv
@@ -526,7 +526,7 @@ func TestCustomSchemas(t *testing.T) {
 			cat := catalog.New()
 			cat.AddBuiltin(builtins()...)
 			cat.SetCustom("widgets.example.com", widgets(tc.schema))
-			srv := httptest.NewServer(NewService(cat, NewDefinitions()))
+			srv := httptest.NewServer(NewService(cat))
 			defer srv.Close()
 
 			var doc spec.Swagger
@@ -554,8 +554,7 @@ func TestCustomSchemas(t *testing.T) {
 // TestDeterministic guards the hashes: the same resources must always encode the same way.
 func TestDeterministic(t *testing.T) {
 	rs := append(builtins(), widgets(widgetSchema("integer"))...)
-	defs := NewDefinitions()
-	for _, build := range []func() any{func() any { return defs.buildV2(rs) }, func() any { return defs.buildV3(rs) }} {
+	for _, build := range []func() any{func() any { return buildV2(rs) }, func() any { return buildV3(rs) }} {
 		a, _ := json.Marshal(build())
 		b, _ := json.Marshal(build())
 		if !bytes.Equal(a, b) {
@@ -570,7 +569,7 @@ func TestBuiltinWithoutDefinition(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequestX"}
 	cat := catalog.New()
 	cat.AddBuiltin(&catalog.Resource{GroupVersion: gvk.GroupVersion(), Name: "certificatesigningrequests", Kind: gvk.Kind})
-	srv := httptest.NewServer(NewService(cat, NewDefinitions()))
+	srv := httptest.NewServer(NewService(cat))
 	defer srv.Close()
 	doc := gvSpec(t, srv.URL, gvk.GroupVersion())
 	for _, model := range []string{"io.k8s.certificates.v1.CertificateSigningRequestX", "io.k8s.certificates.v1.CertificateSigningRequestXList"} {
@@ -614,7 +613,7 @@ func TestConcurrentUse(t *testing.T) {
 // there too (kube's generated set also has component configurations, which are not served).
 func TestGeneratedDefinitionsComplete(t *testing.T) {
 	for _, f := range []flavour{v2, v3} {
-		defs := NewDefinitions().of(f)
+		defs := builtin(f)
 		for name, d := range defs {
 			if !strings.HasPrefix(name, "io.k8s.api.") && !strings.HasPrefix(name, "io.k8s.apimachinery.") &&
 				!strings.HasPrefix(name, "io.k8s.apiextensions-apiserver.") && !strings.HasPrefix(name, "io.k8s.kube-aggregator.") {

@@ -3,6 +3,7 @@ package openapi
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,9 +62,10 @@ var (
 )
 
 // queryParams lists the query parameters of each action, described as the options types
-// (ListOptions, CreateOptions, ...) describe their fields in defs. fieldValidation on writes is
-// what tells kubectl the server validates fields itself.
-func queryParams(defs map[string]definition) map[string][]param {
+// (ListOptions, CreateOptions, ...) describe their fields. fieldValidation on writes is what tells
+// kubectl the server validates fields itself.
+var queryParams = sync.OnceValue(func() map[string][]param {
+	defs := builtin(v2)
 	from := func(model string, names ...string) []param {
 		var out []param
 		for _, name := range names {
@@ -90,13 +92,12 @@ func queryParams(defs map[string]definition) map[string][]param {
 	slices.SortFunc(deleteCollection, func(a, b param) int { return strings.Compare(a.name, b.name) })
 	return map[string][]param{"list": list, "post": write, "put": write, "patch": patch, "delete": del,
 		"deletecollection": deleteCollection}
-}
+})
 
 // resourceRoutes returns the routes kube-apiserver installs for a resource (watch paths aside):
-// the collection, the object and its status and scale subresources, with query parameters
-// queries (by action).
-func resourceRoutes(r *catalog.Resource, kindModel, listModel string, queries map[string][]param) []route {
-	b := routeBuilder{r: r, gvk: r.GroupVersionKind(), queries: queries}
+// the collection, the object and its status and scale subresources.
+func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
+	b := routeBuilder{r: r, gvk: r.GroupVersionKind()}
 	gv := r.GroupVersion
 	group, prefix := gv.Group, "/apis/"+gv.Group+"/"+gv.Version
 	if group == "" {
@@ -185,7 +186,6 @@ type routeBuilder struct {
 	r             *catalog.Resource
 	gvk           schema.GroupVersionKind
 	opPrefix, tag string
-	queries       map[string][]param // by action
 }
 
 func (b routeBuilder) list(listModel, name string) operation {
@@ -212,7 +212,7 @@ func (b routeBuilder) op(method, verb, action, name, description, body string, r
 		description: description,
 		action:      action,
 		gvk:         b.gvk,
-		query:       b.queries[action],
+		query:       queryParams()[action],
 		body:        body,
 		produces:    produces,
 		responses:   append(responses, unauthorized),

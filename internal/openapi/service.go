@@ -36,16 +36,15 @@ const (
 // built when first asked for after the catalogue changes, and v3 group-version documents whose
 // resources did not change are carried over.
 type Service struct {
-	cat  *catalog.Catalog
-	defs *Definitions
+	cat *catalog.Catalog
 
 	mu   sync.Mutex
 	snap *snapshot
 }
 
-// NewService serves OpenAPI documents for whatever the catalogue serves, made with defs.
-func NewService(cat *catalog.Catalog, defs *Definitions) *Service {
-	return &Service{cat: cat, defs: defs}
+// NewService serves OpenAPI documents for whatever the catalogue serves.
+func NewService(cat *catalog.Catalog) *Service {
+	return &Service{cat: cat}
 }
 
 // snapshot holds the documents of one catalogue revision.
@@ -78,13 +77,13 @@ func (s *Service) current() *snapshot {
 	if old.v2 != nil && slices.Equal(old.v2.resources, all) {
 		next.v2 = old.v2
 	} else {
-		next.v2 = newDocument(all, func(rs []*catalog.Resource) any { return s.defs.buildV2(rs) }, v2ToProto)
+		next.v2 = newDocument(all, func(rs []*catalog.Resource) any { return buildV2(rs) }, v2ToProto)
 	}
 	for gv, rs := range byGV {
 		if d := old.v3[gv]; d != nil && slices.Equal(d.resources, rs) {
 			next.v3[gv] = d
 		} else {
-			next.v3[gv] = newDocument(rs, func(rs []*catalog.Resource) any { return s.defs.buildV3(rs) }, v3ToProto)
+			next.v3[gv] = newDocument(rs, func(rs []*catalog.Resource) any { return buildV3(rs) }, v3ToProto)
 		}
 	}
 	next.root = newDocument(nil, func([]*catalog.Resource) any { return next.discovery() }, nil)

@@ -50,7 +50,7 @@ type identity struct {
 // discovery, OpenAPI, profiling or resource verbs. Nothing is served before authorization.
 func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	disc := discovery.NewHandler(cat)
-	oapi := openapi.NewService(cat, s.objects.Models())
+	oapi := openapi.NewService(cat)
 	metrics := s.newMetrics()
 	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}).
 		WithTokenIssuer(id.tokens).WithWatchObserver(metrics)

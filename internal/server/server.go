@@ -35,7 +35,6 @@ import (
 	"github.com/lapis-dev/lapis/internal/exepages"
 	"github.com/lapis-dev/lapis/internal/leader"
 	"github.com/lapis-dev/lapis/internal/objects"
-	"github.com/lapis-dev/lapis/internal/openapi"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/watchcache"
 )
@@ -65,7 +64,7 @@ type Server struct {
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// kube's type converters for managed fields are parsed once per process, and the objects
 	// service needs them: on the other core, while lapis opens etcd and builds the rest.
-	go apply.NewManagers(openapi.NewDefinitions())
+	go apply.NewManagers()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
