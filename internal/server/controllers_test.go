@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,24 +9,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestKubeAPIServerOnly: as kube-apiserver alone (envtest's), lapis runs none of
 // kube-controller-manager's controllers but the ServiceAccount one: no kube-root-ca.crt, a
 // deleted namespace stays Terminating, owned objects are not collected.
 func TestKubeAPIServerOnly(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", KubeAPIServerOnly: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(startInProcess(t, Config{KubeAPIServerOnly: true}, nil))
 	ctx := context.Background()
 	// Ready means the kubernetes Service is there: envtest's first list of Services finds it.
 	if _, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil {
@@ -79,18 +65,7 @@ func TestKubeAPIServerOnly(t *testing.T) {
 // kube-apiserver alone makes no default ServiceAccounts and a Pod gets none (nor a token
 // volume), as under envtest with kube-apiserver.
 func TestServiceAccountAdmissionDisabled(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", KubeAPIServerOnly: true,
-		DisableAdmissionPlugins: []string{"ServiceAccount"}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(startInProcess(t, Config{KubeAPIServerOnly: true, DisableAdmissionPlugins: []string{"ServiceAccount"}}, nil))
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,43 +11,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/lapis-dev/lapis/test/lapisproc"
 )
-
-// lockedBuffer is a log destination safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLoneServer: a lapis on its embedded etcd, not exposed, runs its singleton work without the
 // controllers' Lease, and hands back its executable's start-up pages once ready.
 func TestLoneServer(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	logs := &lockedBuffer{}
-	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0"},
-		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	logs := &lapisproc.Log{}
+	cs := kubernetes.NewForConfigOrDie(startInProcess(t, Config{},
+		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := context.Background()
 
 	// The singleton work runs: the serviceaccount controller makes a new namespace's default.

@@ -122,18 +122,33 @@ func TestRequestTimeoutFilter(t *testing.T) {
 // startShortTimeouts starts lapis in-process with short idle and request timeouts.
 func startShortTimeouts(t *testing.T, idle, request time.Duration) *rest.Config {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "data")
-	srv, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", IdleTimeout: idle, RequestTimeout: request},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return startInProcess(t, Config{IdleTimeout: idle, RequestTimeout: request}, nil)
+}
+
+// startInProcess starts lapis in-process with cfg, on a fresh data dir and a loopback port unless
+// cfg names them, logging to log (nil: nowhere), and stops it when the test ends. It returns the
+// admin client configuration its kubeconfig gives.
+func startInProcess(t *testing.T, cfg Config, log *slog.Logger) *rest.Config {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = filepath.Join(t.TempDir(), "data")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	srv, err := Start(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	cfg, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(dir))
+	client, err := clientcmd.BuildConfigFromFlags("", KubeconfigPath(cfg.DataDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	return client
 }
 
 func TestIdleConnectionsClosed(t *testing.T) {
