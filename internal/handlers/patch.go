@@ -68,7 +68,7 @@ func (h *Handler) patch(rq *request) error {
 	// A patch that names a resourceVersion makes it a precondition; otherwise the patch is
 	// re-applied to the newest object if someone else wrote in between.
 	pinned := patchSetsResourceVersion(pt, patch)
-	var patched []byte
+	var patchValue func() string // of the last attempt
 	mutate := func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		currentJSON, err := current.MarshalJSON()
 		if err != nil {
@@ -82,7 +82,7 @@ func (h *Handler) patch(rq *request) error {
 		if err != nil {
 			return nil, err
 		}
-		patched = patchedJSON
+		patchValue = func() string { return h.reportedPatch(rq, pt, current, patch, patchedJSON) }
 		obj, _, err := decodeObject(patchedJSON, rq.resource.Kind)
 		if err != nil {
 			return nil, err
@@ -93,7 +93,7 @@ func (h *Handler) patch(rq *request) error {
 		return obj, nil
 	}
 	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-		Patched: &patched, Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
+		PatchValue: func() string { return patchValue() }, Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
 	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
 	res, err := h.objects.Update(ctx, rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
 	writeWarnings(rq.w, res.Warnings)
@@ -137,16 +137,50 @@ func (h *Handler) applyPatchAs(rq *request, pt types.PatchType, gvk schema.Group
 	return out, nil
 }
 
+// reportedPatch is what kube-apiserver names as the invalid "patch" when the patched object
+// does not decode or has unknown fields under Strict: for a strategic merge patch, the patch as
+// a Go map; otherwise the patched object's JSON, which for a built-in kind kube makes by
+// patching its own encoding of the object (fields in their Go order; lapis patched a copy
+// with sorted keys, which is what kube reports for a custom resource).
+func (h *Handler) reportedPatch(rq *request, pt types.PatchType, current *unstructured.Unstructured, patchBody, patched []byte) string {
+	if pt == types.StrategicMergePatchType {
+		return patchMapString(patchBody)
+	}
+	gvk := rq.resource.GroupVersionKind()
+	typed, err := h.typed.New(gvk)
+	if err != nil {
+		return string(patched)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.UnstructuredContent(), typed); err != nil {
+		return string(patched)
+	}
+	encoded, err := json.Marshal(typed)
+	if err != nil {
+		return string(patched)
+	}
+	out, err := h.applyPatchAs(rq, pt, gvk, encoded, patchBody)
+	if err != nil {
+		return string(patched)
+	}
+	return string(out)
+}
+
+// patchMapString is a patch as kube-apiserver prints it in its errors: the decoded map, %+v.
+func patchMapString(patchBody []byte) string {
+	var patchMap map[string]any
+	_ = utiljson.Unmarshal(patchBody, &patchMap) // numbers as int64 where they can, as kube's
+	return fmt.Sprintf("%+v", patchMap)
+}
+
 // fitsType is kube-apiserver's check of a strategic merge patch's result: it converts the
 // patched object into its Go type, answering a value of the wrong type with 422 on the patch
 // (unknown fields are left to fieldValidation).
 func fitsType(patched, patchBody []byte, typed runtime.Object) error {
-	var patchedMap, patchMap map[string]any
+	var patchedMap map[string]any
 	// Numbers decode as int64 where they can, as kube's maps hold them.
 	if err := utiljson.Unmarshal(patched, &patchedMap); err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	_ = utiljson.Unmarshal(patchBody, &patchMap) // the patch applied: it is an object
 	err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patchedMap, typed.DeepCopyObject(), false)
 	if err == nil {
 		return nil
@@ -155,7 +189,7 @@ func fitsType(patched, patchBody []byte, typed runtime.Object) error {
 		return nil
 	}
 	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
-		field.Invalid(field.NewPath("patch"), fmt.Sprintf("%+v", patchMap), err.Error())})
+		field.Invalid(field.NewPath("patch"), patchMapString(patchBody), err.Error())})
 }
 
 // patchError is kube-apiserver's answer to a patch that cannot be applied.

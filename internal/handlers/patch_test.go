@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,59 @@ func TestPatchLimitsAndMalformedPatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A patch whose result is not an object of its kind (a value of the wrong type, an unknown field
+// under Strict) is kube-apiserver's 422 on "patch", whatever the fieldValidation. kube quotes the
+// patched object as it patched it, its own encoding of the object (fields in their Go order,
+// not sorted), or, for a strategic merge patch, the patch as a Go map.
+func TestPatchResultThatDoesNotFit(t *testing.T) {
+	f := newFixture(t)
+	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("p", map[string]string{"a": "1"})})
+	const (
+		cm = configMaps + "/p"
+		// kube's encoding of the ConfigMap begins so: metadata's name, namespace and uid first.
+		kubeOrder   = `{"apiVersion":"v1","data":%s,"kind":"ConfigMap","metadata":{"name":"p","namespace":"default","uid":"`
+		wrongType   = "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+		unknownX    = `strict decoding error: unknown field "x"`
+		strictQuery = "?fieldValidation=Strict"
+	)
+	tests := []struct {
+		name        string
+		call        call
+		valuePrefix string
+		detail      string
+	}{
+		{"merge patch, wrong type", call{method: "PATCH", path: cm, body: `{"data":{"a":5}}`, headers: []string{mergePatch}},
+			fmt.Sprintf(kubeOrder, `{"a":5}`), wrongType},
+		{"merge patch, wrong type, fieldValidation=Ignore", call{method: "PATCH", path: cm + "?fieldValidation=Ignore", body: `{"data":{"a":5}}`, headers: []string{mergePatch}},
+			fmt.Sprintf(kubeOrder, `{"a":5}`), wrongType},
+		{"JSON patch, wrong type", call{method: "PATCH", path: cm, body: `[{"op":"replace","path":"/data/a","value":5}]`, headers: []string{jsonPatch}},
+			fmt.Sprintf(kubeOrder, `{"a":5}`), wrongType},
+		{"merge patch, unknown field, Strict", call{method: "PATCH", path: cm + strictQuery, body: `{"x":1}`, headers: []string{mergePatch}},
+			fmt.Sprintf(kubeOrder, `{"a":"1"}`), unknownX},
+		{"JSON patch, unknown field, Strict", call{method: "PATCH", path: cm + strictQuery, body: `[{"op":"add","path":"/x","value":1}]`, headers: []string{jsonPatch}},
+			fmt.Sprintf(kubeOrder, `{"a":"1"}`), unknownX},
+		{"strategic merge patch, unknown field, Strict", call{method: "PATCH", path: cm + strictQuery, body: `{"x":1}`, headers: []string{strategicPatch}},
+			"map[x:1]", unknownX},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(tt.call)
+			want{code: 422, reason: metav1.StatusReasonInvalid, contains: `"" is invalid: patch: Invalid value: `}.check(t, r)
+			s := r.status(t)
+			if s.Details == nil || len(s.Details.Causes) != 1 {
+				t.Fatalf("causes: %s", r.body)
+			}
+			c := s.Details.Causes[0]
+			value, detail, ok := strings.Cut(strings.TrimPrefix(c.Message, "Invalid value: "), `": `)
+			if c.Field != "patch" || !ok || !strings.HasPrefix(value, strings.TrimSuffix(strconv.Quote(tt.valuePrefix), `"`)) || detail != tt.detail {
+				t.Errorf("cause %s %q\nwant the value to begin %s and the detail %q", c.Field, c.Message, tt.valuePrefix, tt.detail)
+			}
+		})
+	}
+	if got := f.must(200, call{method: "GET", path: cm})["data"]; !deepEqualJSON(got, map[string]any{"a": "1"}) {
+		t.Errorf("data = %v after refused patches", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -82,7 +83,13 @@ func (h *Handler) scale(rq *request) error {
 		}
 		pinned := patchSetsResourceVersion(pt, patch)
 		return h.writeScale(rq, func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
-			currentJSON, err := json.Marshal(current.Object)
+			// Patched as kube patches it: its own encoding of the Scale, fields in their Go
+			// order, which its errors quote.
+			var scale autoscalingv1.Scale
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &scale); err != nil {
+				return nil, err
+			}
+			currentJSON, err := json.Marshal(&scale)
 			if err != nil {
 				return nil, err
 			}

@@ -32,9 +32,9 @@ type WriteOptions struct {
 	FieldValidation string
 	// DecodeIssues are problems found while decoding the request body (duplicate fields).
 	DecodeIssues []string
-	// Patched is, for a patch, the patched object's JSON (set by each attempt's mutation):
-	// strict field validation reports its problems against it, as kube-apiserver does.
-	Patched *[]byte
+	// PatchValue is, for a patch, what kube-apiserver names as the invalid "patch" when the
+	// patched object does not decode or fails strict field validation (computed only then).
+	PatchValue func() string
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
 	// typed carries the request's Go objects between the steps of an update (nil: none).
@@ -214,6 +214,9 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 		unknown, err = r.Behavior.Normalize(obj)
 	}
 	if err != nil {
+		if opts.PatchValue != nil { // kube's patch handler decodes the patched object itself
+			return nil, invalidPatch(opts.PatchValue(), err.Error())
+		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 	}
 	issues := append([]string(nil), opts.DecodeIssues...)
@@ -229,13 +232,17 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	case "Ignore":
 		return nil, nil
 	case "Strict":
-		if opts.Patched != nil {
-			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
-				field.Invalid(field.NewPath("patch"), string(*opts.Patched), "strict decoding error: "+strings.Join(issues, ", "))})
+		if opts.PatchValue != nil {
+			return nil, invalidPatch(opts.PatchValue(), "strict decoding error: "+strings.Join(issues, ", "))
 		}
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", gvk.Kind, gvk.Version, gvk.Kind, strings.Join(issues, ", ")))
 	}
 	return issues, nil
+}
+
+// invalidPatch is kube-apiserver's answer to a patch whose result is not an object of its kind.
+func invalidPatch(value, detail string) error {
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, detail)})
 }
 
 func setNamespace(r *catalog.Resource, obj *unstructured.Unstructured, namespace string) error {

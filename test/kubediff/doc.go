@@ -1,14 +1,14 @@
 // Package kubediff sends the same raw HTTP requests to lapis and to a real kube-apiserver 1.37
 // (started by ../shared/reference/kube-reference with KCM=0, the API server alone, as envtest
 // runs it) and compares the answers: the status code, and for metav1.Status bodies the status,
-// reason, message and details (uids dropped, resourceVersions in messages normalised); other
+// reason, message and details (uids dropped; resourceVersions and times in messages normalised); other
 // bodies by kind, watch streams by event type and object. Comparisons are strict: a case that
 // may differ says so in its table, with the reason (e.g. where kube answers 500, lapis must
 // answer a 4xx, as lapis never answers bad input with a 500).
 //
 // The tables cover what kube-apiserver allows per verb and subresource (matrix_test.go), writes
 // to subresources of missing objects, watches with odd timeouts, lists at a future
-// resourceVersion, JSON-patch limits and strategic merge keys (requests_test.go), an object of
+// resourceVersion, JSON-patch limits, strategic merge keys and patches whose result does not decode (requests_test.go), an object of
 // every storable built-in kind through every verb, representation and subresource, its bodies
 // compared whole after masking (builtin_test.go, mask_test.go), and refused objects and updates
 // of the common kinds (invalid_test.go), and authorization (authz_test.go): access reviews,

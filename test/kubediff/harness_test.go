@@ -424,6 +424,9 @@ var normalizations = []struct {
 }{
 	{regexp.MustCompile(`current: \d+`), "current: N"},
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UID"},
+	// Objects quoted in messages (a patch's result) carry each server's own.
+	{regexp.MustCompile(`(resourceVersion[\\"]+:[\\"]+)\d+`), "${1}N"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "TIME"},
 }
 
 func normalize(s string) string {

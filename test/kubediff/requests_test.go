@@ -147,3 +147,36 @@ func TestStrategicMergeKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestPatchesWhoseResultDoesNotFit compares patches whose result is not an object of its kind
+// (a value of the wrong type, an unknown field under Strict): kube answers 422 on "patch",
+// quoting the patched object as it patched it, its own encoding of the object (or, for a
+// strategic merge patch, the patch).
+func TestPatchesWhoseResultDoesNotFit(t *testing.T) {
+	servers(t)
+	deployments := "/apis/apps/v1/namespaces/" + ns + "/deployments"
+	object(t, deployments, "kd-unfit", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"kd-unfit"},
+ "spec":{"selector":{"matchLabels":{"app":"kd"}},"template":`+toJSON(t, podTemplate)+`}}`)
+	object(t, configmaps, "kd-unfit", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-unfit"},"data":{"a":"b"}}`)
+	object(t, widgets, "kd-unfit", `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"kd-unfit"},"spec":{"size":1}}`)
+	d, cm, w := deployments+"/kd-unfit", configmaps+"/kd-unfit", widgets+"/kd-unfit"
+	const strict = "?fieldValidation=Strict"
+	for _, r := range []request{
+		{path: d, contentType: mergeType, body: `{"spec":{"replicas":"x"}}`},
+		{path: d + "?fieldValidation=Ignore", contentType: mergeType, body: `{"spec":{"replicas":"x"}}`},
+		{path: d, contentType: jsonPatch, body: `[{"op":"replace","path":"/spec/replicas","value":"x"}]`},
+		{path: d, contentType: mergeType, body: `{"metadata":{"labels":"x"}}`},
+		{path: d, contentType: strategic, body: `{"metadata":{"labels":"x"}}`},
+		{path: d + strict, contentType: mergeType, body: `{"spec":{"bogus":1}}`},
+		{path: d + strict, contentType: jsonPatch, body: `[{"op":"add","path":"/spec/bogus","value":1}]`},
+		{path: d + strict, contentType: strategic, body: `{"spec":{"bogus":1}}`},
+		{path: d + "/status", contentType: mergeType, body: `{"status":{"replicas":"x"}}`},
+		{path: d + "/scale", contentType: mergeType, body: `{"spec":{"replicas":"x"}}`},
+		{path: cm, contentType: mergeType, body: `{"data":{"a":5}}`},
+		{path: cm + strict, contentType: mergeType, body: `{"extra":1}`},
+		{path: w, contentType: mergeType, body: `{"metadata":{"labels":"x"}}`},
+	} {
+		r.method = "PATCH"
+		compare(t, r, send(r, r), allowance{})
+	}
+}
