@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"net/http"
 	"strings"
 
@@ -138,12 +139,32 @@ func (h *Handler) readObject(req *http.Request, gvk schema.GroupVersionKind) (*u
 	if err == nil {
 		h.auditRequestBody(req, obj)
 	}
+	if err == nil && notBuiltin == nil {
+		err = h.checkBodyKind(obj, gvk)
+	}
 	if err == nil && len(issues) > 0 && notBuiltin == nil {
 		// kube decodes a built-in object into its Go type once, reporting unknown and
 		// duplicate fields together in the order the body has them.
 		issues = typedDecodeIssues(data, typed, issues)
 	}
 	return obj, issues, err
+}
+
+// checkBodyKind is kube-apiserver's answer to a built-in body naming an apiVersion and kind its
+// schemes do not know: its decoder finds no Go type for it. (Known kinds that are not the URL's
+// are refused later, as kube refuses them after decoding.)
+func (h *Handler) checkBodyKind(obj *unstructured.Unstructured, want schema.GroupVersionKind) error {
+	got := obj.GroupVersionKind()
+	if obj.GetAPIVersion() == "" || got.Kind == "" || got == want || h.kubeDecodes(got) {
+		return nil
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v",
+		got.Kind, got.Version, want.Kind, runtime.NewNotRegisteredErrForKind(legacyscheme.Scheme.Name(), got)))
+}
+
+// kubeDecodes reports whether kube-apiserver's schemes hold a Go type for gvk.
+func (h *Handler) kubeDecodes(gvk schema.GroupVersionKind) bool {
+	return legacyscheme.Scheme.Recognizes(gvk) || h.decodes.Recognizes(gvk)
 }
 
 // typedDecodeIssues are the strict decoding errors of data decoded into the Go object into,

@@ -8,8 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
+	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -23,6 +25,8 @@ type Handler struct {
 	// typed knows the Go types of built-in kinds, which strategic merge patch needs.
 	typed    *runtime.Scheme
 	protobuf runtime.Serializer
+	// decodes holds, with legacyscheme.Scheme, the kinds kube-apiserver decodes (kubeDecodes).
+	decodes *runtime.Scheme
 	// computed serves what kube-apiserver answers without storing (virtual.go).
 	computed *computed
 	// watches is told of watches and their events (observe.go).
@@ -35,7 +39,12 @@ func New(svc *objects.Service) *Handler {
 	_ = clientgoscheme.AddToScheme(typed)
 	_ = apiextensionsv1.AddToScheme(typed)
 	_ = apiregistrationv1.AddToScheme(typed)
-	h := &Handler{objects: svc, typed: typed, protobuf: newProtobufSerializer(typed), watches: noWatchObserver{}}
+	// kube-apiserver decodes built-in bodies with its own schemes: the legacy scheme and, for
+	// its own groups, apiextensions-apiserver's and kube-aggregator's.
+	decodes := runtime.NewScheme()
+	apiextensionsinstall.Install(decodes)
+	apiregistrationinstall.Install(decodes)
+	h := &Handler{objects: svc, typed: typed, decodes: decodes, protobuf: newProtobufSerializer(typed), watches: noWatchObserver{}}
 	h.computed = newComputed(h)
 	return h
 }

@@ -45,6 +45,9 @@ func (h *Handler) scale(rq *request) error {
 		if err := checkScaleKind(body); err != nil {
 			return err
 		}
+		if err := checkName(body, rq.info.Name, rq.info.Namespace); err != nil {
+			return err
+		}
 		mutate := func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 			next := body.DeepCopy()
 			if next.GetManagedFields() == nil {

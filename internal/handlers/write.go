@@ -51,8 +51,8 @@ func (h *Handler) update(rq *request) error {
 	if err != nil {
 		return err
 	}
-	if name := obj.GetName(); name != "" && name != rq.info.Name {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, rq.info.Name))
+	if err := checkName(obj, rq.info.Name, rq.info.Namespace); err != nil {
+		return err
 	}
 	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		// Checked once the object is known to exist: kube-apiserver answers 404 first.
@@ -182,5 +182,21 @@ func (h *Handler) deleteCollection(rq *request) error {
 		items = append(items, raw)
 	}
 	h.writeList(rq, http.StatusOK, responseType(rq), metav1.ListMeta{ResourceVersion: rv}, items, nil)
+	return nil
+}
+
+// checkName is kube-apiserver's check of a PUT body's identity against its URL, made before the
+// object is looked up: the body must name the object, and may leave out its namespace.
+func checkName(obj *unstructured.Unstructured, name, namespace string) error {
+	switch obj.GetName() {
+	case name:
+	case "":
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	}
+	if namespace != "" && obj.GetNamespace() != "" && obj.GetNamespace() != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
 	return nil
 }

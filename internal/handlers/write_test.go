@@ -198,3 +198,42 @@ func TestDryRun(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyIdentity: kube-apiserver's answers to a body that does not name what the URL names —
+// a PUT without a name or with another name or namespace, an apiVersion and kind its schemes
+// do not know, or a known kind that is not the URL's — all 400, before anything is looked up.
+func TestBodyIdentity(t *testing.T) {
+	f := newFixture(t)
+	f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("existing", nil)})
+	const existing = configMaps + "/existing"
+	tests := []struct {
+		name    string
+		call    call
+		message string
+	}{
+		{"PUT without a name", call{method: "PUT", path: existing, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`},
+			"the name of the object (existing based on URL) was undeterminable: name must be provided"},
+		{"PUT without a name, of a missing object", call{method: "PUT", path: configMaps + "/missing", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`},
+			"the name of the object (missing based on URL) was undeterminable: name must be provided"},
+		{"PUT naming another object", call{method: "PUT", path: existing, body: configMapJSON("other", nil)},
+			"the name of the object (other) does not match the name on the URL (existing)"},
+		{"PUT naming another namespace", call{method: "PUT", path: existing, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"existing","namespace":"other"}}`},
+			"the namespace of the provided object does not match the namespace sent on the request"},
+		{"a version kube does not know", call{method: "POST", path: configMaps, body: `{"apiVersion":"v9","kind":"ConfigMap","metadata":{"name":"a"}}`},
+			`ConfigMap in version "v9" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v9" in scheme "pkg/runtime/scheme.go:111"`},
+		{"a kind kube does not know", call{method: "POST", path: configMaps, body: `{"apiVersion":"v1","kind":"Gadget","metadata":{"name":"a"}}`},
+			`Gadget in version "v1" cannot be handled as a ConfigMap: no kind "Gadget" is registered for version "v1" in scheme "pkg/runtime/scheme.go:111"`},
+		{"a known kind of another group", call{method: "POST", path: configMaps, body: `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"a"}}`},
+			`Scale in version "v1" cannot be handled as a ConfigMap: converting (v1.Scale) to (core.ConfigMap): unknown conversion`},
+		{"the kind at another known version", call{method: "POST", path: configMaps, body: `{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"a"}}`},
+			`ConfigMap in version "v1" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "apps/v1" in scheme "pkg/runtime/scheme.go:111"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: tt.message}.check(t, f.do(tt.call))
+		})
+	}
+	if got := f.must(200, call{method: "GET", path: existing})["metadata"]; nested(map[string]any{"metadata": got}, "metadata.name") != "existing" {
+		t.Errorf("existing object changed: %v", got)
+	}
+}

@@ -180,17 +180,20 @@ func unreadable(r *catalog.Resource, namespace, name string, kv storage.KeyValue
 	return obj
 }
 
+// checkPreconditions is kube-apiserver's early check of a delete's preconditions (its
+// rest.BeforeDelete), which names the object's kind where other errors name its resource.
 func checkPreconditions(r *catalog.Resource, obj *unstructured.Unstructured, p *metav1.Preconditions) error {
 	if p == nil {
 		return nil
 	}
+	kind := schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Kind}
 	if p.UID != nil && *p.UID != obj.GetUID() {
-		return apierrors.NewConflict(qualifiedResource(r), obj.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, obj.GetUID()))
+		return apierrors.NewConflict(kind, obj.GetName(), fmt.Errorf(
+			"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, obj.GetUID()))
 	}
 	if p.ResourceVersion != nil && *p.ResourceVersion != obj.GetResourceVersion() {
-		return apierrors.NewConflict(qualifiedResource(r), obj.GetName(),
-			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, obj.GetResourceVersion()))
+		return apierrors.NewConflict(kind, obj.GetName(), fmt.Errorf(
+			"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, obj.GetResourceVersion()))
 	}
 	return nil
 }

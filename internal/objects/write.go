@@ -187,16 +187,18 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	if obj.GetAPIVersion() == "" {
 		obj.SetAPIVersion(r.GroupVersion.String())
 	}
+	if obj.GetKind() != gvk.Kind && r.CRD == nil {
+		// kube decodes a built-in body into the Go type it names, then fails to convert that.
+		version := obj.GroupVersionKind().Version
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+			obj.GetKind(), version, gvk.Kind, version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
+	}
 	if obj.GetAPIVersion() != r.GroupVersion.String() {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
 	}
-	if obj.GetKind() != gvk.Kind && r.CRD != nil {
+	if obj.GetKind() != gvk.Kind {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: obj.GetKind()}, obj.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("kind"), obj.GetKind(), "must be "+gvk.Kind)})
-	}
-	if obj.GetKind() != gvk.Kind {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
-			obj.GetKind(), gvk.Version, gvk.Kind, gvk.Version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
 	}
 	if opts.cleanMerge {
 		// A merge of a stored object and an applied configuration that both fit the schema

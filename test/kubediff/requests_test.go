@@ -180,3 +180,46 @@ func TestPatchesWhoseResultDoesNotFit(t *testing.T) {
 		compare(t, r, send(r, r), allowance{})
 	}
 }
+
+// TestBodiesThatNameSomethingElse compares bodies that do not name what the URL names (a PUT
+// without a name, or with another name or namespace, on objects and their scale; an apiVersion
+// and kind kube's schemes do not know; a known kind that is not the URL's), and deletes whose
+// UID precondition fails, on built-in and custom resources.
+func TestBodiesThatNameSomethingElse(t *testing.T) {
+	servers(t)
+	deployments := "/apis/apps/v1/namespaces/" + ns + "/deployments"
+	object(t, deployments, "kd-named", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"kd-named"},
+ "spec":{"selector":{"matchLabels":{"app":"kd"}},"template":`+toJSON(t, podTemplate)+`}}`)
+	object(t, configmaps, "kd-named", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-named"}}`)
+	object(t, widgets, "kd-named", `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"kd-named"}}`)
+	d, cm, w := deployments+"/kd-named", configmaps+"/kd-named", widgets+"/kd-named"
+	scale := func(meta string) string {
+		return `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":` + meta + `,"spec":{"replicas":1}}`
+	}
+	for _, r := range []request{
+		{method: "PUT", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`},
+		{method: "PUT", path: configmaps + "/kd-missing", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`},
+		{method: "PUT", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-named","namespace":"other"}}`},
+		{method: "PUT", path: w, body: `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{}}`},
+		{method: "PUT", path: d + "/scale", body: scale(`{}`)},
+		{method: "PUT", path: d + "/scale", body: scale(`{"name":"other"}`)},
+		{method: "PUT", path: d + "/scale", body: scale(`{"name":"kd-named","namespace":"other"}`)},
+		{method: "PUT", path: d + "/status", body: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"other"}}`},
+		{method: "POST", path: configmaps + "?dryRun=All", body: `{"apiVersion":"v9","kind":"ConfigMap","metadata":{"name":"x"}}`},
+		{method: "POST", path: configmaps + "?dryRun=All", body: `{"apiVersion":"v1","kind":"Gadget","metadata":{"name":"x"}}`},
+		{method: "POST", path: configmaps + "?dryRun=All", body: `{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}`},
+		{method: "POST", path: configmaps + "?dryRun=All", body: `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"x"}}`},
+		{method: "POST", path: deployments + "?dryRun=All", body: `{"apiVersion":"apps/v1beta1","kind":"Deployment","metadata":{"name":"x"}}`},
+		{method: "POST", path: "/apis/autoscaling/v2/namespaces/" + ns + "/horizontalpodautoscalers?dryRun=All",
+			body: `{"apiVersion":"autoscaling/v2beta2","kind":"HorizontalPodAutoscaler","metadata":{"name":"x"}}`},
+		{method: "POST", path: crds + "?dryRun=All", body: `{"apiVersion":"apiextensions.k8s.io/v9","kind":"CustomResourceDefinition","metadata":{"name":"x"}}`},
+		{method: "POST", path: widgets + "?dryRun=All", body: `{"apiVersion":"kubediff.example.com/v9","kind":"Widget","metadata":{"name":"x"}}`},
+		{method: "PUT", path: d + "/scale", body: `{"apiVersion":"apps/v1","kind":"Scale","metadata":{"name":"kd-named"}}`},
+		{method: "DELETE", path: cm, body: `{"preconditions":{"uid":"x"}}`},
+		{method: "DELETE", path: d, body: `{"preconditions":{"uid":"x"}}`},
+		{method: "DELETE", path: w, body: `{"preconditions":{"uid":"x"}}`},
+	} {
+		r.contentType = jsonType
+		compare(t, r, send(r, r), allowance{})
+	}
+}
