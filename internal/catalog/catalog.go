@@ -13,6 +13,7 @@ type Catalog struct {
 	builtin  []*Resource            // registration order, which is also discovery order
 	custom   map[string][]*Resource // by CRD name
 	byGVR    map[schema.GroupVersionResource]*Resource
+	groups   map[string]bool // served API groups, "" (core) among them
 	revision uint64
 	watchers []chan struct{}
 }
@@ -51,13 +52,16 @@ func (c *Catalog) Custom(crdName string) []*Resource {
 
 func (c *Catalog) rebuildLocked() {
 	c.byGVR = make(map[schema.GroupVersionResource]*Resource, len(c.byGVR))
+	c.groups = map[string]bool{}
 	for _, r := range c.builtin {
 		c.byGVR[r.GroupVersionResource()] = r
+		c.groups[r.GroupVersion.Group] = true
 	}
 	for _, rs := range c.custom {
 		for _, r := range rs {
 			if _, taken := c.byGVR[r.GroupVersionResource()]; !taken {
 				c.byGVR[r.GroupVersionResource()] = r
+				c.groups[r.GroupVersion.Group] = true
 			}
 		}
 	}
@@ -76,6 +80,13 @@ func (c *Catalog) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
 	r, ok := c.byGVR[gvr]
 	c.mu.RUnlock()
 	return r, ok
+}
+
+// ServesGroup reports whether any resource of the API group is served.
+func (c *Catalog) ServesGroup(group string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.groups[group]
 }
 
 // Revision changes whenever the catalogue does; caches of derived documents key on it.

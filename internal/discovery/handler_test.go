@@ -152,7 +152,11 @@ func get(h http.Handler, path, accept string, header ...string) *httptest.Respon
 
 func TestDocuments(t *testing.T) {
 	h := NewHandler(testCatalog())
-	const ctJSON = "application/json"
+	const (
+		ctJSON       = "application/json"
+		ctText       = "text/plain; charset=utf-8"
+		pageNotFound = "404 page not found\n"
+	)
 	tests := []struct {
 		name, path, accept string
 		code               int
@@ -179,9 +183,11 @@ func TestDocuments(t *testing.T) {
 		{"custom v1beta1", "/apis/example.com/v1beta1", "", 200, ctJSON, widgetsBetaDoc},
 		{"custom v1alpha1", "/apis/example.com/v1alpha1", "", 200, ctJSON, widgetsAlphaDoc},
 		{"unknown core version", "/api/v2", "", 404, ctJSON, notFoundDoc},
-		{"unknown group", "/apis/nope.example.com", "", 404, ctJSON, notFoundDoc},
+		// kube-apiserver has no handler for a group it does not serve: Go's plain 404.
+		{"unknown group", "/apis/nope.example.com", "", 404, ctText, pageNotFound},
+		{"unknown group's version", "/apis/nope.example.com/v1", "", 404, ctText, pageNotFound},
 		{"unknown version", "/apis/apps/v2", "", 404, ctJSON, notFoundDoc},
-		{"core group is not under apis", "/apis/v1", "", 404, ctJSON, notFoundDoc},
+		{"core group is not under apis", "/apis/v1", "", 404, ctText, pageNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +197,12 @@ func TestDocuments(t *testing.T) {
 			}
 			if ct := rec.Header().Get("Content-Type"); ct != tt.contentType {
 				t.Errorf("Content-Type = %q, want %q", ct, tt.contentType)
+			}
+			if tt.contentType == ctText {
+				if rec.Body.String() != tt.body {
+					t.Errorf("body %q, want %q", rec.Body, tt.body)
+				}
+				return
 			}
 			assertJSON(t, rec.Body.Bytes(), tt.body)
 		})

@@ -58,7 +58,7 @@ func (h *Handler) binding(rq *request) error {
 	}
 	pods, ok := h.objects.Catalog().Lookup(podsResource)
 	if !ok {
-		return errNoRoute
+		return ErrNoRoute
 	}
 	_, err = h.objects.Update(kubeContext(rq), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
 		objects.WriteOptions{DryRun: isDryRun(opts.DryRun), Direct: true})

@@ -90,11 +90,11 @@ func (h *Handler) eviction(rq *request) error {
 	}
 	pods, ok := h.objects.Catalog().Lookup(podsResource)
 	if !ok {
-		return errNoRoute
+		return ErrNoRoute
 	}
 	pdbs, ok := h.objects.Catalog().Lookup(pdbResource)
 	if !ok {
-		return errNoRoute
+		return ErrNoRoute
 	}
 	e := &evicter{h: h, ctx: kubeContext(rq), pods: pods, pdbs: pdbs, namespace: rq.info.Namespace}
 	if err := e.evict(eviction.Name, deleteOptions); err != nil {

@@ -192,6 +192,7 @@ type want struct {
 	reason   metav1.StatusReason
 	message  string
 	contains string
+	text     string // a plain-text body, where kube answers with no Status
 }
 
 func (w want) check(t *testing.T, r response) {
@@ -200,6 +201,12 @@ func (w want) check(t *testing.T, r response) {
 		t.Fatalf("code %d, want %d: %s", r.code, w.code, r.body)
 	}
 	if w.code < 300 {
+		return
+	}
+	if w.text != "" {
+		if string(r.body) != w.text {
+			t.Errorf("body %q, want %q", r.body, w.text)
+		}
 		return
 	}
 	s := r.status(t)

@@ -54,12 +54,17 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 	gvr := schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 	r, ok := h.objects.Catalog().Lookup(gvr)
 	if !ok {
-		writeError(w, req, errNoRoute)
+		if !h.objects.Catalog().ServesGroup(info.Group) {
+			// kube-apiserver has no handler at all for a group it does not serve.
+			http.NotFound(w, req)
+			return
+		}
+		writeError(w, req, ErrNoRoute)
 		return
 	}
 	if r.SubresourceVerbs(info.Subresource) == nil {
 		// As kube-apiserver: no route for built-in types; the apiextensions handler names the object.
-		err := error(errNoRoute)
+		err := error(ErrNoRoute)
 		if r.CRD != nil {
 			err = apierrors.NewNotFound(qualified(r), info.Name)
 		}
@@ -148,8 +153,9 @@ type request struct {
 	protobuf bool
 }
 
-// errNoRoute is kube-apiserver's answer for a path that names no served resource.
-var errNoRoute = &apierrors.StatusError{ErrStatus: metav1.Status{
+// ErrNoRoute is kube-apiserver's answer for a path that names no served resource of a served
+// API group (a group it does not serve has no handler: a plain 404).
+var ErrNoRoute = &apierrors.StatusError{ErrStatus: metav1.Status{
 	Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
 	Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
 }}

@@ -77,7 +77,7 @@ func TestGetAndList(t *testing.T) {
 			want: want{code: 404, reason: metav1.StatusReasonNotFound, message: noRoute}},
 		// kube's apiextensions handler delegates this to a plain-text "404 page not found".
 		{name: "unknown group", path: "/apis/nope.example.com/v1/namespaces/default/things/x",
-			want: want{code: 404, reason: metav1.StatusReasonNotFound}},
+			want: want{code: 404, text: "404 page not found\n"}},
 		{name: "namespaced resource without a namespace", path: "/api/v1/configmaps/cm1",
 			want: want{code: 404, reason: metav1.StatusReasonNotFound}},
 		{name: "unknown subresource", path: configMaps + "/cm1/status",

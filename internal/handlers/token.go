@@ -174,7 +174,7 @@ func (h *Handler) tokenBoundObject(ctx context.Context, namespace string, ref *a
 	}
 	r, ok := h.objects.Catalog().Lookup(gvr)
 	if !ok {
-		return nil, errNoRoute
+		return nil, ErrNoRoute
 	}
 	u, err := h.objects.Get(ctx, r, namespace, ref.Name)
 	if err != nil {

@@ -235,7 +235,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gv := strings.TrimPrefix(p, "/openapi/v3/")
 		d := s.current().v3[gv]
 		if d == nil {
-			http.NotFound(w, r)
+			w.WriteHeader(http.StatusNotFound) // kube's OpenAPI v3 handler answers with no body
 			return
 		}
 		e := d.get()

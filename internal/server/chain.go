@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -82,8 +81,10 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 			disc.ServeHTTP(w, req)
 		case req.URL.Path == "/openapi/v2" || strings.HasPrefix(req.URL.Path, "/openapi/v3"):
 			oapi.ServeHTTP(w, req)
+		case strings.HasPrefix(req.URL.Path, "/version/"):
+			handlers.WriteError(w, req, handlers.ErrNoRoute)
 		default:
-			handlers.WriteError(w, req, apierrors.NewNotFound(schema.GroupResource{}, ""))
+			http.NotFound(w, req) // as kube-apiserver's last handler
 		}
 	})
 	codecs := legacyscheme.Codecs

@@ -223,3 +223,28 @@ func TestBodiesThatNameSomethingElse(t *testing.T) {
 		compare(t, r, send(r, r), allowance{})
 	}
 }
+
+// TestPathsServedByNothing compares paths no API serves: kube-apiserver answers a group it does
+// not serve, and any other unknown path, with Go's plain-text 404, an unknown version of a
+// served group with a Status, and an unknown OpenAPI v3 group-version with an empty 404.
+func TestPathsServedByNothing(t *testing.T) {
+	servers(t)
+	for _, r := range []request{
+		{method: "GET", path: "/nope"},
+		{method: "DELETE", path: "/nope/deeper"},
+		{method: "GET", path: "/apis/unknown.example.com"},
+		{method: "GET", path: "/apis/unknown.example.com/v1"},
+		{method: "GET", path: "/apis/unknown.example.com/v1/namespaces/" + ns + "/things/x"},
+		{method: "POST", path: "/apis/unknown.example.com/v1/namespaces/" + ns + "/things", contentType: jsonType, body: `{}`},
+		{method: "GET", path: "/apis/v1"},
+		{method: "GET", path: "/apis/apps/v9"},
+		{method: "GET", path: "/apis/apps/v9/deployments"},
+		{method: "GET", path: "/api/v9/pods"},
+		{method: "GET", path: "/version/x"},
+		{method: "GET", path: "/healthz/bogus"},
+		{method: "GET", path: "/openapi/v9"},
+		{method: "GET", path: "/openapi/v3/apis/unknown.example.com/v1"},
+	} {
+		compare(t, r, send(r, r), allowance{})
+	}
+}
