@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/jsoncost"
@@ -255,11 +257,7 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	if pt == types.ApplyCBORPatchType {
 		return unsupportedPatch(pt, true)
 	}
-	data, err := toJSON("application/yaml", body)
-	if err != nil {
-		return err
-	}
-	config, issues, err := decodeObject(data, rq.resource.Kind)
+	config, issues, strictErr, err := decodeApplied(body, rq.resource.Kind, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
@@ -268,7 +266,8 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	res, err := h.objects.Apply(ctx, rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
 		WriteOptions: objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
 			Manager: opts.FieldManager, Subresource: rq.info.Subresource, AuthorizeCreate: h.authorizeAs(rq, "create")},
-		Force: force,
+		Force:             force,
+		StrictDecodeError: strictErr,
 	})
 	writeWarnings(rq.w, res.Warnings)
 	if err != nil {
@@ -280,6 +279,63 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	}
 	h.writeResult(rq, code, res)
 	return nil
+}
+
+// decodeApplied decodes an applied configuration as kube-apiserver does: YAML (JSON among it)
+// read leniently, a repeated key's last value kept; then, unless fieldValidation is Ignore, read
+// strictly, its problems the warnings (issues) or, under Strict, the refusal (strictErr).
+func decodeApplied(body []byte, kind, fieldValidation string) (config *unstructured.Unstructured, issues []string, strictErr error, err error) {
+	data := bytes.TrimSpace(body)
+	jsonPrefixed := len(data) > 0 && data[0] == '{'
+	isJSON := jsonPrefixed && json.Valid(data)
+	if !isJSON {
+		if data, err = yaml.YAMLToJSON(body); err != nil {
+			// kube transcodes YAML for its audit log first, and takes what begins with "{" for
+			// JSON there, to find it is not when it decodes the configuration.
+			if jsonPrefixed {
+				return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: error converting YAML to JSON: %v", err))
+			}
+			return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+		}
+	}
+	config, jsonIssues, err := decodeObject(data, kind)
+	if err != nil {
+		// kube decodes the configuration into a map, and hands an empty one on to apply.
+		var content map[string]any
+		if uerr := yaml.Unmarshal(data, &content); uerr != nil {
+			return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", uerr))
+		} else if content == nil {
+			return nil, nil, nil, apierrors.NewBadRequest("invalid object type: /, Kind=")
+		}
+		return nil, nil, nil, err
+	}
+	if fieldValidation == "Ignore" || (isJSON && len(jsonIssues) == 0) {
+		return config, nil, nil, nil // JSON without repeated keys reads the same strictly
+	}
+	strict := yaml.UnmarshalStrict(body, &map[string]any{})
+	switch {
+	case strict == nil:
+		return config, nil, nil, nil
+	case fieldValidation == "Strict":
+		return config, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", strict)), nil
+	}
+	return config, yamlWarnings(strict.Error()), nil, nil
+}
+
+// yamlWarnings splits a strict YAML decoding error into one warning per problem, as
+// kube-apiserver does (its handlers' parseYAMLWarnings); any other error is one warning.
+func yamlWarnings(message string) []string {
+	rest, found := strings.CutPrefix(message, "yaml: unmarshal errors:\n")
+	if !found {
+		if rest, found = strings.CutPrefix(message, "error converting YAML to JSON: yaml: unmarshal errors:\n"); !found {
+			return []string{message}
+		}
+	}
+	lines := strings.Split(rest, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return lines
 }
 
 // managerOrUserAgent is kube-apiserver's default field manager: the fieldManager parameter, else

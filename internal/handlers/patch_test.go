@@ -271,3 +271,63 @@ func TestPatchResultThatDoesNotFit(t *testing.T) {
 		t.Errorf("data = %v after refused patches", got)
 	}
 }
+
+// An applied configuration is read as kube-apiserver reads it: YAML leniently (a repeated key's
+// last value kept), then strictly unless fieldValidation is Ignore, its problems warnings or,
+// under Strict, a 400; bodies that are not a configuration get kube's words; and a configuration
+// without a name applies to an existing object but cannot create one, as no patch can leave an
+// object without its name.
+func TestApplyDecoding(t *testing.T) {
+	f := newFixture(t)
+	const (
+		apply    = "Content-Type: application/apply-patch+yaml"
+		cm       = configMaps + "/applied"
+		repeated = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n  a: \"2\"\n"
+		dupLine  = `line 7: key "a" already set in map`
+	)
+	applied := func(query, body string) call {
+		return call{method: "PATCH", path: cm + "?fieldManager=t" + query, body: body, headers: []string{apply}}
+	}
+	tests := []struct {
+		name    string
+		call    call
+		want    want
+		a       string // data.a after an apply that succeeds
+		warning string
+	}{
+		{"repeated key, Strict", applied("&fieldValidation=Strict", repeated),
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  " + dupLine}, "", ""},
+		{"repeated key warns by default, the last value kept", applied("", repeated), want{code: 201}, "2", `299 - "` + strings.ReplaceAll(dupLine, `"`, `\"`) + `"`},
+		{"repeated key, Ignore", applied("&fieldValidation=Ignore", repeated), want{code: 200}, "2", ""},
+		{"repeated key in JSON, Strict", applied("&fieldValidation=Strict", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"a":"3","a":"4"}}`),
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 1: key \"a\" already set in map"}, "", ""},
+		{"YAML that does not parse", applied("", "kind: [ConfigMap\n"),
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "error encoding patch: yaml: line 1: did not find expected ',' or ']'"}, "", ""},
+		{"JSON that does not parse", applied("", `{"kind":`),
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "error decoding patch: error converting YAML to JSON: yaml: line 1: did not find expected node content"}, "", ""},
+		{"a list", applied("", "- a\n"),
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "error decoding patch: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}"}, "", ""},
+		{"nothing", applied("", ""), want{code: 400, reason: metav1.StatusReasonBadRequest, message: "invalid object type: /, Kind="}, "", ""},
+		{"no apiVersion", applied("", `{"kind":"ConfigMap"}`), want{code: 400, reason: metav1.StatusReasonBadRequest, message: "invalid object type: /, Kind=ConfigMap"}, "", ""},
+		{"no name, existing object", applied("", "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: \"5\"\n"), want{code: 200}, "5", ""},
+		{"no name, new object", call{method: "PATCH", path: configMaps + "/new?fieldManager=t", body: "apiVersion: v1\nkind: ConfigMap\n", headers: []string{apply}},
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "the name of the object (new based on URL) was undeterminable: name must be provided"}, "", ""},
+		{"merge patch removing the name", call{method: "PATCH", path: cm, body: `{"metadata":{"name":null}}`, headers: []string{mergePatch}},
+			want{code: 400, reason: metav1.StatusReasonBadRequest, message: "the name of the object (applied based on URL) was undeterminable: name must be provided"}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(tt.call)
+			tt.want.check(t, r)
+			if tt.a != "" {
+				if got := nested(r.object(t), "data.a"); got != tt.a {
+					t.Errorf("data.a = %q, want %q", got, tt.a)
+				}
+			}
+			if got := strings.Join(r.header.Values("Warning"), "\n"); got != tt.warning {
+				t.Errorf("Warning header %q, want %q", got, tt.warning)
+			}
+		})
+	}
+	f.must(404, call{method: "GET", path: configMaps + "/new"})
+}

@@ -17,6 +17,9 @@ import (
 type ApplyOptions struct {
 	WriteOptions
 	Force bool
+	// StrictDecodeError is, under fieldValidation=Strict, what decoding the configuration
+	// strictly found (duplicate keys): kube-apiserver refuses with it once the merge succeeds.
+	StrictDecodeError error
 }
 
 // Apply merges an applied configuration into the named object as opts.Manager, creating the
@@ -58,7 +61,11 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if wo.typed != nil {
 			wo.typed.merged = nil // a merge that changes nothing is not defaulted
 		}
-		return MergeApplied(fm, live, config.DeepCopy(), opts.Manager, opts.Force)
+		merged, err := MergeApplied(fm, live, config.DeepCopy(), opts.Manager, opts.Force)
+		if err == nil && opts.StrictDecodeError != nil {
+			return nil, opts.StrictDecodeError
+		}
+		return merged, err
 	}
 	wo.fieldsTracked = true
 	wo.mutationReads = true // kube's field manager reads the live object, never changes it
@@ -91,6 +98,9 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if err != nil {
 			return Result{}, err
 		}
+		if err := checkName(created, name); err != nil {
+			return Result{}, err
+		}
 		if config.GetResourceVersion() != "" {
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
 		}
@@ -108,17 +118,16 @@ func checkAppliedConfig(r *catalog.Resource, namespace, name string, config *uns
 	if config.GetManagedFields() != nil || hasField(config, "metadata", "managedFields") {
 		return apierrors.NewBadRequest("metadata.managedFields must be nil")
 	}
-	if config.GetName() == "" {
-		config.SetName(name)
-	}
-	if config.GetName() != name {
+	// A configuration without a name applies to the object the URL names (the merge keeps the
+	// object's name); it cannot create one (checkName, on the merge).
+	if config.GetName() != "" && config.GetName() != name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", config.GetName(), name))
 	}
 	if r.Namespaced && config.GetNamespace() != "" && config.GetNamespace() != namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if config.GetAPIVersion() == "" || config.GetKind() == "" {
-		return apierrors.NewBadRequest("apiVersion and kind must be set in an applied configuration")
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %v", config.GroupVersionKind())) // kube's field manager's words
 	}
 	return nil
 }

@@ -242,6 +242,18 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	return issues, nil
 }
 
+// checkName is kube-apiserver's check of an updated object's name (a patch's result, a merge)
+// against the name in the URL.
+func checkName(obj *unstructured.Unstructured, name string) error {
+	switch obj.GetName() {
+	case name:
+		return nil
+	case "":
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+}
+
 // invalidPatch is kube-apiserver's answer to a patch whose result is not an object of its kind.
 func invalidPatch(value, detail string) error {
 	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, detail)})
@@ -442,11 +454,8 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	if err != nil {
 		return Result{}, nil, nil, err
 	}
-	if obj.GetName() == "" {
-		obj.SetName(name)
-	}
-	if obj.GetName() != name {
-		return Result{}, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	if err := checkName(obj, name); err != nil {
+		return Result{}, nil, nil, err
 	}
 	if err := setNamespace(r, obj, namespace); err != nil {
 		return Result{}, nil, nil, err

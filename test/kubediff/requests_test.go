@@ -248,3 +248,34 @@ func TestPathsServedByNothing(t *testing.T) {
 		compare(t, r, send(r, r), allowance{})
 	}
 }
+
+// TestAppliedConfigurationsAsRead compares applied configurations kube reads in its own way:
+// repeated keys (lenient read, then strict under Warn and Strict), YAML and JSON that do not
+// parse, bodies that are not a configuration, and configurations or patches that leave an
+// object without a name.
+func TestAppliedConfigurationsAsRead(t *testing.T) {
+	servers(t)
+	object(t, configmaps, "kd-read", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-read"},"data":{"a":"1"}}`)
+	cm := configmaps + "/kd-read"
+	repeated := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kd-read\ndata:\n  a: \"1\"\n  a: \"2\"\n"
+	for _, r := range []request{
+		{path: cm + "?fieldManager=kd&fieldValidation=Strict", body: repeated},
+		{path: cm + "?fieldManager=kd", body: repeated},
+		{path: cm + "?fieldManager=kd&fieldValidation=Ignore", body: repeated},
+		{path: cm + "?fieldManager=kd&fieldValidation=Strict", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-read"},"data":{"a":"3","a":"4"}}`},
+		{path: cm + "?fieldManager=kd", body: "kind: [ConfigMap\n"},
+		{path: cm + "?fieldManager=kd", body: `{"kind":`},
+		{path: cm + "?fieldManager=kd", body: "- a\n"},
+		{path: cm + "?fieldManager=kd", body: ""},
+		{path: cm + "?fieldManager=kd", body: `{"kind":"ConfigMap"}`},
+		{path: cm + "?fieldManager=kd", body: "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: \"5\"\n"},
+		{path: configmaps + "/kd-unnamed?fieldManager=kd", body: "apiVersion: v1\nkind: ConfigMap\n"},
+		{path: cm, contentType: mergeType, body: `{"metadata":{"name":null}}`},
+	} {
+		r.method = "PATCH"
+		if r.contentType == "" {
+			r.contentType = applyType
+		}
+		compare(t, r, send(r, r), allowance{})
+	}
+}
