@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/registry/rest"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
@@ -80,7 +79,7 @@ func (h *Handler) binding(rq *request) error {
 // and the PodScheduled condition. Its errors are plain, as kube's, except the preconditions.
 func assignPod(pods *catalog.Resource, binding *api.Binding) objects.Mutation {
 	return func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		if err := checkPreconditions(current, binding.UID, binding.ResourceVersion); err != nil {
+		if err := objects.CheckStoragePreconditions(pods, current, binding.UID, binding.ResourceVersion); err != nil {
 			return nil, err
 		}
 		internal, err := toInternal(current)
@@ -124,21 +123,4 @@ func assignPod(pods *catalog.Resource, binding *api.Binding) objects.Mutation {
 		out.SetResourceVersion("") // retried on a concurrent write, as kube's GuaranteedUpdate
 		return out, nil
 	}
-}
-
-// checkPreconditions is kube's storage.Preconditions.Check for a Pod, with the Conflict kube's
-// registry makes of its failure.
-func checkPreconditions(current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
-	fail := func(msg string) error {
-		key := "/registry/pods/" + current.GetNamespace() + "/" + current.GetName()
-		return apierrors.NewConflict(podsGR, current.GetName(),
-			fmt.Errorf("StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", key, msg))
-	}
-	if uid != "" && uid != current.GetUID() {
-		return fail(fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, current.GetUID()))
-	}
-	if resourceVersion != "" && resourceVersion != current.GetResourceVersion() {
-		return fail(fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", resourceVersion, current.GetResourceVersion()))
-	}
-	return nil
 }

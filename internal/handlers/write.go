@@ -54,7 +54,11 @@ func (h *Handler) update(rq *request) error {
 	if err := checkName(obj, rq.info.Name, rq.info.Namespace); err != nil {
 		return err
 	}
-	mutate := func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	mutate := func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		// kube's storage takes the object's uid as a precondition.
+		if err := objects.CheckStoragePreconditions(rq.resource, current, obj.GetUID(), ""); err != nil {
+			return nil, err
+		}
 		// Checked once the object is known to exist: kube-apiserver answers 404 first.
 		if rq.resource.RequireResourceVersionOnUpdate && obj.GetResourceVersion() == "" {
 			// kube-apiserver names the resource, not the kind, in this error.

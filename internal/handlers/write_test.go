@@ -237,3 +237,24 @@ func TestBodyIdentity(t *testing.T) {
 		t.Errorf("existing object changed: %v", got)
 	}
 }
+
+// A PUT whose object names another uid fails kube-apiserver's storage precondition: 409, in its
+// storage's words, before the object is validated.
+func TestPutWithAnotherUID(t *testing.T) {
+	f := newFixture(t)
+	created := f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: configMapJSON("held", nil)})
+	uid := nested(created, "metadata.uid")
+	r := f.do(call{method: "PUT", path: configMaps + "/held", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","uid":"other","resourceVersion":"1"},"data":{"bad key":"x"}}`})
+	want{code: 409, reason: metav1.StatusReasonConflict, message: `Operation cannot be fulfilled on configmaps "held": StorageError: invalid object, Code: 4, Key: /registry/configmaps/default/held, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: ` + uid}.check(t, r)
+	f.must(http.StatusOK, call{method: "PUT", path: configMaps + "/held", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","uid":"` + uid + `"}}`})
+}
+
+// A generated name is kube's: the prefix cut to 58 characters, five random ones after it.
+func TestGenerateNameTruncated(t *testing.T) {
+	f := newFixture(t)
+	prefix := strings.Repeat("a", 70)
+	created := f.must(http.StatusCreated, call{method: "POST", path: configMaps, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"` + prefix + `"}}`})
+	if name := nested(created, "metadata.name"); len(name) != 63 || !strings.HasPrefix(name, prefix[:58]) {
+		t.Errorf("generated name %q", name)
+	}
+}

@@ -16,9 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
@@ -104,7 +105,7 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 		// The name is chosen first: defaults may depend on it (a namespace's name label).
 		obj = requested.DeepCopy()
 		if generated {
-			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
+			obj.SetName(names.SimpleNameGenerator.GenerateName(obj.GetGenerateName()))
 		}
 		if !opts.defaulted(r) {
 			r.Behavior.Default(obj)
@@ -252,6 +253,24 @@ func checkName(obj *unstructured.Unstructured, name string) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
 	}
 	return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+}
+
+// CheckStoragePreconditions is kube-apiserver's storage precondition check of the stored object
+// current (its storage.Preconditions.Check, a uid and a resourceVersion, either may be empty),
+// failing with the Conflict its registry makes of it, which quotes the object's etcd key. kube
+// checks the uid of a PUT's object so, and a Binding's uid and resourceVersion.
+func CheckStoragePreconditions(r *catalog.Resource, current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
+	fail := func(msg string) error {
+		return apierrors.NewConflict(qualifiedResource(r), current.GetName(), fmt.Errorf(
+			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", kubeKey(r, current.GetNamespace(), current.GetName()), msg))
+	}
+	if uid != "" && uid != current.GetUID() {
+		return fail(fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, current.GetUID()))
+	}
+	if resourceVersion != "" && resourceVersion != current.GetResourceVersion() {
+		return fail(fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", resourceVersion, current.GetResourceVersion()))
+	}
+	return nil
 }
 
 // invalidPatch is kube-apiserver's answer to a patch whose result is not an object of its kind.

@@ -184,7 +184,8 @@ func TestPatchesWhoseResultDoesNotFit(t *testing.T) {
 // TestBodiesThatNameSomethingElse compares bodies that do not name what the URL names (a PUT
 // without a name, or with another name or namespace, on objects and their scale; an apiVersion
 // and kind kube's schemes do not know; a known kind that is not the URL's), and deletes whose
-// UID precondition fails, on built-in and custom resources.
+// UID precondition fails, and PUTs of an object with another uid (kube's storage precondition),
+// on built-in and custom resources.
 func TestBodiesThatNameSomethingElse(t *testing.T) {
 	servers(t)
 	deployments := "/apis/apps/v1/namespaces/" + ns + "/deployments"
@@ -215,6 +216,9 @@ func TestBodiesThatNameSomethingElse(t *testing.T) {
 		{method: "POST", path: crds + "?dryRun=All", body: `{"apiVersion":"apiextensions.k8s.io/v9","kind":"CustomResourceDefinition","metadata":{"name":"x"}}`},
 		{method: "POST", path: widgets + "?dryRun=All", body: `{"apiVersion":"kubediff.example.com/v9","kind":"Widget","metadata":{"name":"x"}}`},
 		{method: "PUT", path: d + "/scale", body: `{"apiVersion":"apps/v1","kind":"Scale","metadata":{"name":"kd-named"}}`},
+		{method: "PUT", path: cm, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kd-named","uid":"x"}}`},
+		{method: "PUT", path: d, body: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"kd-named","uid":"x"}}`},
+		{method: "PUT", path: w, body: `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"kd-named","uid":"x"}}`},
 		{method: "DELETE", path: cm, body: `{"preconditions":{"uid":"x"}}`},
 		{method: "DELETE", path: d, body: `{"preconditions":{"uid":"x"}}`},
 		{method: "DELETE", path: w, body: `{"preconditions":{"uid":"x"}}`},
