@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"fmt"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiserver/pkg/admission"
 	"log/slog"
 	"time"
@@ -188,6 +189,10 @@ func (c *Controller) sync(ctx context.Context, obj *unstructured.Unstructured) {
 // already uses one of them.
 func (c *Controller) acceptNames(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionStatus {
 	status := *crd.Status.DeepCopy()
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	if c := approvalCondition(crd); c != nil {
+		setCondition(&status, *c, now)
+	}
 	names := crd.Spec.Names
 	conflict := ""
 	for _, r := range c.cat.All() {
@@ -208,7 +213,6 @@ func (c *Controller) acceptNames(crd *apiextensionsv1.CustomResourceDefinition) 
 			break
 		}
 	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	if conflict != "" {
 		setCondition(&status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "NameConflict", Message: conflict}, now)
 		setCondition(&status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"}, now)
@@ -225,6 +229,31 @@ func (c *Controller) acceptNames(crd *apiextensionsv1.CustomResourceDefinition) 
 	setCondition(&status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"}, now)
 	status.StoredVersions = storedVersions(crd, status.StoredVersions)
 	return status
+}
+
+// approvalCondition is the KubernetesAPIApprovalPolicyConformant condition kube's API approval
+// controller keeps on a CRD of a protected group (*.k8s.io, *.kubernetes.io): the state of its
+// approval annotation as kube's helpers read it, under the reason kube gives each state.
+func approvalCondition(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionCondition {
+	if !apihelpers.IsProtectedCommunityGroup(crd.Spec.Group) {
+		return nil
+	}
+	state, message := apihelpers.GetAPIApprovalState(crd.Annotations)
+	c := &apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.KubernetesAPIApprovalPolicyConformant,
+		Status: apiextensionsv1.ConditionFalse, Message: message}
+	switch state {
+	case apihelpers.APIApproved:
+		c.Status, c.Reason = apiextensionsv1.ConditionTrue, "ApprovedAnnotation"
+	case apihelpers.APIApprovalBypassed:
+		c.Reason = "UnapprovedAnnotation"
+	case apihelpers.APIApprovalMissing:
+		c.Reason = "MissingAnnotation"
+	case apihelpers.APIApprovalInvalid:
+		c.Reason = "InvalidAnnotation"
+	default:
+		c.Status, c.Reason = apiextensionsv1.ConditionUnknown, "UnknownAnnotation"
+	}
+	return c
 }
 
 func storedVersions(crd *apiextensionsv1.CustomResourceDefinition, have []string) []string {

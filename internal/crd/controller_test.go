@@ -60,3 +60,30 @@ func TestAcceptNames(t *testing.T) {
 		})
 	}
 }
+
+func TestApprovalCondition(t *testing.T) {
+	tests := []struct {
+		group, annotation string
+		status            apiextensionsv1.ConditionStatus
+		reason            string
+	}{
+		{"example.com", "", "", ""},
+		{"x.k8s.io", "", apiextensionsv1.ConditionFalse, "MissingAnnotation"},
+		{"x.kubernetes.io", "https://github.com/kubernetes/kubernetes/pull/1", apiextensionsv1.ConditionTrue, "ApprovedAnnotation"},
+		{"k8s.io", "unapproved, testing", apiextensionsv1.ConditionFalse, "UnapprovedAnnotation"},
+		{"k8s.io", "yes", apiextensionsv1.ConditionFalse, "InvalidAnnotation"},
+	}
+	for _, tt := range tests {
+		crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: tt.group}}
+		if tt.annotation != "" {
+			crd.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: tt.annotation}
+		}
+		c := approvalCondition(crd)
+		switch {
+		case tt.reason == "" && c != nil:
+			t.Errorf("%s: condition %v, want none", tt.group, c)
+		case tt.reason != "" && (c == nil || c.Type != apiextensionsv1.KubernetesAPIApprovalPolicyConformant || c.Status != tt.status || c.Reason != tt.reason || c.Message == ""):
+			t.Errorf("%s %q: condition %v, want %s %s", tt.group, tt.annotation, c, tt.status, tt.reason)
+		}
+	}
+}

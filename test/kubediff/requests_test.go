@@ -283,3 +283,26 @@ func TestAppliedConfigurationsAsRead(t *testing.T) {
 		compare(t, r, send(r, r), allowance{})
 	}
 }
+
+// TestProtectedGroupCRDs compares CRDs of the groups kube protects (*.k8s.io, *.kubernetes.io),
+// which need its approval annotation, dry run.
+func TestProtectedGroupCRDs(t *testing.T) {
+	servers(t)
+	crd := func(group, annotations string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"foos.` + group + `"` + annotations + `},
+ "spec":{"group":"` + group + `","scope":"Namespaced","names":{"plural":"foos","kind":"Foo"},
+  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`
+	}
+	approval := func(v string) string { return `,"annotations":{"api-approved.kubernetes.io":"` + v + `"}` }
+	for _, body := range []string{
+		crd("k8s.io", ""),
+		crd("x.kubernetes.io", ""),
+		crd("x.k8s.io", approval("yes")),
+		crd("x.k8s.io", approval("unapproved, testing")),
+		crd("x.k8s.io", approval("https://github.com/kubernetes/kubernetes/pull/1")),
+		crd("example.com", approval("https://github.com/kubernetes/kubernetes/pull/1")),
+	} {
+		r := request{method: "POST", path: crds + "?dryRun=All", contentType: jsonType, body: body}
+		compare(t, r, send(r, r), allowance{})
+	}
+}

@@ -109,6 +109,20 @@ func TestCRDName(t *testing.T) {
 	}
 }
 
+// A CRD of a protected group needs kube's approval annotation.
+func TestCRDProtectedGroup(t *testing.T) {
+	crd := resource(t, "apiextensions.k8s.io", "v1", "customresourcedefinitions")
+	protected := strings.NewReplacer(`"name":"widgets.example.com"`, `"name":"widgets.x.k8s.io"`, `"group":"example.com"`, `"group":"x.k8s.io"`).Replace(validCRD)
+	want := `CustomResourceDefinition.apiextensions.k8s.io "widgets.x.k8s.io" is invalid: metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111`
+	if err := create(t, crd, obj(t, protected)); err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	approved := strings.Replace(protected, `"name":"widgets.x.k8s.io"`, `"name":"widgets.x.k8s.io","annotations":{"api-approved.kubernetes.io":"unapproved, testing"}`, 1)
+	if err := create(t, crd, obj(t, approved)); err != nil {
+		t.Errorf("with the annotation: %v", err)
+	}
+}
+
 func TestCRDLifecycle(t *testing.T) {
 	r := resource(t, "apiextensions.k8s.io", "v1", "customresourcedefinitions")
 	u := obj(t, validCRD)

@@ -70,8 +70,12 @@ var crdScheme = func() *runtime.Scheme {
 	return s
 }()
 
-// crdNameMsg is the one metadata rule upstream CRD validation adds to the generic ones.
+// crdNameMsg and apiApprovalField are the metadata rules upstream CRD validation adds to the
+// generic ones: the name, and the approval a CRD in a protected group (*.k8s.io,
+// *.kubernetes.io) must carry.
 const crdNameMsg = `must be spec.names.plural+"."+spec.group`
+
+var apiApprovalField = field.NewPath("metadata", "annotations").Key(apiextensionsv1.KubeAPIApprovedAnnotation).String()
 
 func validateCRD(obj, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 	crd, err := toInternalCRD(obj)
@@ -89,10 +93,11 @@ func validateCRD(obj, old *apiextensionsv1.CustomResourceDefinition) field.Error
 		}
 		errs = crdvalidation.ValidateCustomResourceDefinitionUpdate(ctx, crd, oldCRD)
 	}
-	// Upstream validation includes object metadata, which the pipeline validates already.
+	// Upstream validation includes object metadata, which the pipeline validates already; its
+	// own rules on metadata are the name's and the approval of protected groups.
 	var out field.ErrorList
 	for _, e := range errs {
-		if strings.HasPrefix(e.Field, "metadata") && e.Detail != crdNameMsg {
+		if strings.HasPrefix(e.Field, "metadata") && e.Detail != crdNameMsg && e.Field != apiApprovalField {
 			continue
 		}
 		out = append(out, e)
