@@ -106,12 +106,22 @@ func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.
 	errs := validation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
 	errs = append(errs, validation.ValidateObjectMetaAccessor(obj, s.namespaced, s.nameRule, field.NewPath("metadata"))...)
 	errs = append(errs, finalizersWhileDeleting(obj, old)...)
-	errs = append(errs, s.Validate(obj, old)...)
+	if sv, ok := s.Hooks.(StatusValidator); ok && subresource == "status" {
+		errs = append(errs, sv.ValidateStatus(obj, old)...)
+	} else {
+		errs = append(errs, s.Validate(obj, old)...)
+	}
 	if len(errs) > 0 {
 		return w, apierrors.NewInvalid(s.kind, obj.GetName(), errs)
 	}
 	err := s.admission.Validate(ctx, attrs)
 	return w, err
+}
+
+// StatusValidator is implemented by hooks that validate a status subresource write apart (a
+// custom resource's: kube checks its status against the status schema alone).
+type StatusValidator interface {
+	ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList
 }
 
 func finalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorList {

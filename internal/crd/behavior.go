@@ -3,6 +3,8 @@ package crd
 import (
 	"context"
 	"fmt"
+	"math"
+	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -29,8 +31,12 @@ type customBehavior struct {
 	embedded   bool                         // the schema has x-kubernetes-embedded-resource parts
 	rules      *cel.Validator               // the schema's x-kubernetes-validations (nil: none)
 	validator  apiservervalidation.SchemaValidator
-	hasStatus  bool
-	selectable []selectableField
+	// statusValidator checks a status subresource write: the schema's status property alone,
+	// as kube validates it (nil: the schema says nothing of status).
+	statusValidator apiservervalidation.SchemaValidator
+	hasStatus       bool
+	scale           *apiextensionsv1.CustomResourceSubresourceScale // nil: no scale subresource
+	selectable      []selectableField
 }
 
 type selectableField struct {
@@ -40,6 +46,9 @@ type selectableField struct {
 
 func newCustomBehavior(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*customBehavior, error) {
 	b := &customBehavior{hasStatus: v.Subresources != nil && v.Subresources.Status != nil}
+	if v.Subresources != nil {
+		b.scale = v.Subresources.Scale
+	}
 	schema := v.Schema
 	if schema == nil || schema.OpenAPIV3Schema == nil {
 		return b, nil
@@ -58,6 +67,11 @@ func newCustomBehavior(crd *apiextensionsv1.CustomResourceDefinition, v *apiexte
 	b.rules = cel.NewValidator(s, true, celconfig.PerCallLimit)
 	if b.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("building validator: %w", err)
+	}
+	if status, ok := internal.Properties["status"]; ok && b.hasStatus {
+		if b.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
+			return nil, fmt.Errorf("building status validator: %w", err)
+		}
 	}
 	for _, sf := range v.SelectableFields {
 		jp := jsonpath.New(sf.JSONPath).AllowMissingKeys(true)
@@ -160,21 +174,49 @@ func hasDefaults(s *structuralschema.Structural) bool {
 // kube's custom resource strategy does: on update, errors in values the update leaves unchanged
 // (where the old object correlates) are ratcheted — schema, CEL rules and list types alike.
 func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.ErrorList {
+	return b.validate(obj, old, false)
+}
+
+// ValidateStatus is Validate for a write through the status subresource: kube checks the
+// status against the schema's status property alone, and of the scale's values only those in
+// the status.
+func (b *customBehavior) ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList {
+	return b.validate(obj, old, true)
+}
+
+func (b *customBehavior) validate(obj, old *unstructured.Unstructured, status bool) field.ErrorList {
+	scaleErrs := func() field.ErrorList {
+		if status {
+			return validateScaleStatus(obj, b.scale)
+		}
+		return append(validateScaleSpec(obj, b.scale), validateScaleStatus(obj, b.scale)...)
+	}
 	if b.structural == nil {
-		return nil
+		return scaleErrs()
 	}
 	var errs field.ErrorList
 	var celOptions []cel.Option
 	var oldObject any
-	if old == nil {
-		errs = apiservervalidation.ValidateCustomResource(nil, obj.UnstructuredContent(), b.validator)
-	} else {
+	if old != nil {
 		oldObject = old.Object
+	}
+	switch {
+	case status && old != nil:
+		correlated := common.NewCorrelatedObject(obj.Object, old.Object, &model.Structural{Structural: b.structural})
+		celOptions = append(celOptions, cel.WithRatcheting(correlated))
+		if value, ok := obj.Object["status"]; ok && b.statusValidator != nil {
+			errs = apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), value, old.Object["status"], b.statusValidator,
+				apiservervalidation.WithRatcheting(correlated.Key("status")))
+		}
+	case old == nil:
+		errs = apiservervalidation.ValidateCustomResource(nil, obj.UnstructuredContent(), b.validator)
+	default:
 		correlated := common.NewCorrelatedObject(obj.Object, old.Object, &model.Structural{Structural: b.structural})
 		celOptions = append(celOptions, cel.WithRatcheting(correlated))
 		errs = apiservervalidation.ValidateCustomResourceUpdate(nil, obj.UnstructuredContent(), old.UnstructuredContent(), b.validator,
 			apiservervalidation.WithRatcheting(correlated))
 	}
+	errs = append(errs, scaleErrs()...)
 	if b.embedded {
 		// The root's metadata is the pipeline's to validate; embedded resources' is the schema's.
 		errs = append(errs, schemaobjectmeta.Validate(context.TODO(), nil, obj.Object, b.structural, false)...)
@@ -190,6 +232,45 @@ func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.Err
 		errs = append(errs, ruleErrs...)
 	}
 	return errs
+}
+
+// validateScaleSpec and validateScaleStatus are kube's checks of the values a scale
+// subresource reads (its custom resource validator's ValidateScaleSpec and ValidateScaleStatus,
+// which it does not export): the replicas are integers within 0..MaxInt32, the label selector a
+// string.
+func validateScaleSpec(obj *unstructured.Unstructured, scale *apiextensionsv1.CustomResourceSubresourceScale) field.ErrorList {
+	if scale == nil {
+		return nil
+	}
+	return validateReplicas(obj, scale.SpecReplicasPath)
+}
+
+func validateScaleStatus(obj *unstructured.Unstructured, scale *apiextensionsv1.CustomResourceSubresourceScale) field.ErrorList {
+	if scale == nil {
+		return nil
+	}
+	errs := validateReplicas(obj, scale.StatusReplicasPath)
+	if scale.LabelSelectorPath != nil {
+		path := strings.TrimPrefix(*scale.LabelSelectorPath, ".")
+		if selector, _, err := unstructured.NestedString(obj.Object, strings.Split(path, ".")...); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(*scale.LabelSelectorPath), selector, err.Error()))
+		}
+	}
+	return errs
+}
+
+func validateReplicas(obj *unstructured.Unstructured, jsonPath string) field.ErrorList {
+	path := strings.TrimPrefix(jsonPath, ".")
+	replicas, _, err := unstructured.NestedInt64(obj.Object, strings.Split(path, ".")...)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(field.NewPath(jsonPath), replicas, err.Error())}
+	case replicas < 0:
+		return field.ErrorList{field.Invalid(field.NewPath(jsonPath), replicas, "should be a non-negative integer")}
+	case replicas > math.MaxInt32:
+		return field.ErrorList{field.Invalid(field.NewPath(jsonPath), replicas, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+	}
+	return nil
 }
 
 // blockingError is kube's answer when schema errors keep CEL rules from being evaluated.

@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
@@ -245,5 +246,68 @@ func TestMetadataOfWrongTypes(t *testing.T) {
 		if _, err := b.Normalize(object(t, doc)); err == nil || err.Error() != want {
 			t.Errorf("%s: %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// The values a scale subresource reads are checked as kube checks them, and a status write is
+// checked against the status schema alone (its errors name the field from status down) and
+// only the scale's status values.
+func TestScaleAndStatusValidation(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: tools.example.com}
+spec:
+  group: example.com
+  names: {kind: Tool, plural: tools}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {replicas: {type: integer}}}
+          status: {type: object, properties: {replicas: {type: integer}, selector: {type: string}}}
+`), crd); err != nil {
+		t.Fatal(err)
+	}
+	b, err := newCustomBehavior(crd, &crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := func(spec, status string) *unstructured.Unstructured {
+		return object(t, `{apiVersion: example.com/v1, kind: Tool, metadata: {name: a}, spec: `+spec+`, status: `+status+`}`)
+	}
+	old := tool(`{replicas: -1}`, `{}`)
+	tests := []struct {
+		name     string
+		validate func() field.ErrorList
+		want     string
+	}{
+		{"negative spec replicas", func() field.ErrorList { return b.Validate(tool(`{replicas: -1}`, `{}`), nil) },
+			`.spec.replicas: Invalid value: -1: should be a non-negative integer`},
+		{"spec replicas over MaxInt32", func() field.ErrorList { return b.Validate(tool(`{replicas: 3000000000}`, `{}`), nil) },
+			`.spec.replicas: Invalid value: 3000000000: should be less than or equal to 2147483647`},
+		{"negative status replicas", func() field.ErrorList { return b.Validate(tool(`{}`, `{replicas: -2}`), nil) },
+			`.status.replicas: Invalid value: -2: should be a non-negative integer`},
+		{"status write leaves the spec alone", func() field.ErrorList { return b.ValidateStatus(tool(`{replicas: -1}`, `{replicas: 1}`), old) }, ``},
+		{"status write of the wrong type", func() field.ErrorList { return b.ValidateStatus(tool(`{}`, `{selector: 5}`), old) },
+			`[status.selector: Invalid value: "integer": selector in body must be of type string: "integer", .status.selector: Invalid value: "": .status.selector accessor error: 5 is of the type int64, expected string]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if agg := tt.validate().ToAggregate(); agg != nil {
+				got = agg.Error()
+			}
+			if got != tt.want {
+				t.Errorf("got %q\nwant %q", got, tt.want)
+			}
+		})
 	}
 }

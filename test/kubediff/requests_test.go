@@ -306,3 +306,22 @@ func TestProtectedGroupCRDs(t *testing.T) {
 		compare(t, r, send(r, r), allowance{})
 	}
 }
+
+// TestScaleValuesOfCustomResources compares writes of the values a custom resource's scale
+// subresource reads (replicas out of range or of the wrong type), through the object and its
+// status.
+func TestScaleValuesOfCustomResources(t *testing.T) {
+	servers(t)
+	object(t, widgets, "kd-scaled", `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"kd-scaled"},"spec":{"replicas":1}}`)
+	w := widgets + "/kd-scaled"
+	for _, r := range []request{
+		{method: "POST", path: widgets + "?dryRun=All", contentType: jsonType, body: `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"replicas":-1}}`},
+		{method: "POST", path: widgets + "?dryRun=All", contentType: jsonType, body: `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"replicas":3000000000}}`},
+		{method: "POST", path: widgets + "?dryRun=All", contentType: jsonType, body: `{"apiVersion":"kubediff.example.com/v1","kind":"Widget","metadata":{"name":"x"},"spec":{"replicas":"two"}}`},
+		{method: "PATCH", path: w, contentType: mergeType, body: `{"spec":{"replicas":-2}}`},
+		{method: "PATCH", path: w + "/status", contentType: mergeType, body: `{"status":{"replicas":-1}}`},
+		{method: "PATCH", path: w + "/status", contentType: mergeType, body: `{"status":{"replicas":"x"}}`},
+	} {
+		compare(t, r, send(r, r), allowance{})
+	}
+}
