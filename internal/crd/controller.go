@@ -3,11 +3,10 @@ package crd
 import (
 	"context"
 	"fmt"
-	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
-	"k8s.io/apiserver/pkg/admission"
 	"log/slog"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/util/webhook"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -190,8 +190,8 @@ func (c *Controller) sync(ctx context.Context, obj *unstructured.Unstructured) {
 func (c *Controller) acceptNames(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionStatus {
 	status := *crd.Status.DeepCopy()
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	if c := approvalCondition(crd); c != nil {
-		setCondition(&status, *c, now)
+	if approval := approvalCondition(crd); approval != nil {
+		setCondition(&status, *approval, now)
 	}
 	names := crd.Spec.Names
 	conflict := ""

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"net/http"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/jsoncost"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"sigs.k8s.io/yaml"
 )
 

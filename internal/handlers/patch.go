@@ -305,7 +305,7 @@ func decodeApplied(body []byte, kind, fieldValidation string) (config *unstructu
 		if uerr := yaml.Unmarshal(data, &content); uerr != nil {
 			return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", uerr))
 		} else if content == nil {
-			return nil, nil, nil, apierrors.NewBadRequest("invalid object type: /, Kind=")
+			return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %v", schema.GroupVersionKind{}))
 		}
 		return nil, nil, nil, err
 	}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -192,12 +191,8 @@ func (h *Handler) deleteCollection(rq *request) error {
 // checkName is kube-apiserver's check of a PUT body's identity against its URL, made before the
 // object is looked up: the body must name the object, and may leave out its namespace.
 func checkName(obj *unstructured.Unstructured, name, namespace string) error {
-	switch obj.GetName() {
-	case name:
-	case "":
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", name))
-	default:
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	if err := objects.CheckName(obj, name); err != nil {
+		return err
 	}
 	if namespace != "" && obj.GetNamespace() != "" && obj.GetNamespace() != namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")

@@ -98,7 +98,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if err != nil {
 			return Result{}, err
 		}
-		if err := checkName(created, name); err != nil {
+		if err := CheckName(created, name); err != nil {
 			return Result{}, err
 		}
 		if config.GetResourceVersion() != "" {

@@ -243,9 +243,9 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	return issues, nil
 }
 
-// checkName is kube-apiserver's check of an updated object's name (a patch's result, a merge)
-// against the name in the URL.
-func checkName(obj *unstructured.Unstructured, name string) error {
+// CheckName is kube-apiserver's check of an object's name against the name in the URL: a PUT's
+// body before anything is looked up, a patch's result or an apply's merge after.
+func CheckName(obj *unstructured.Unstructured, name string) error {
 	switch obj.GetName() {
 	case name:
 		return nil
@@ -473,7 +473,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	if err != nil {
 		return Result{}, nil, nil, err
 	}
-	if err := checkName(obj, name); err != nil {
+	if err := CheckName(obj, name); err != nil {
 		return Result{}, nil, nil, err
 	}
 	if err := setNamespace(r, obj, namespace); err != nil {
