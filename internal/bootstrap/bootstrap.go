@@ -54,7 +54,8 @@ func ensureNamespace(ctx context.Context, svc *objects.Service, r *catalog.Resou
 	ns := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
 	}}
-	if _, err := svc.Create(ctx, r, "", ns, objects.WriteOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// kube-apiserver's own write, under its field manager (its system namespaces controller).
+	if _, err := svc.Create(ctx, r, "", ns, objects.WriteOptions{Manager: apiServerManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil

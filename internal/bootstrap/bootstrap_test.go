@@ -52,6 +52,17 @@ func TestEnsureNamespacesIdempotent(t *testing.T) {
 	if len(first) != len(systemNamespaces) {
 		t.Errorf("namespaces %v, want %v", first, systemNamespaces)
 	}
+	// kube-apiserver's writes, under its field manager.
+	r, _ := svc.Catalog().Lookup(namespaces)
+	for _, name := range systemNamespaces {
+		ns, err := svc.Get(ctx, r, "", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mf := ns.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kube-apiserver" {
+			t.Errorf("namespace %s managed by %v, want kube-apiserver alone", name, mf)
+		}
+	}
 	// A restart writes nothing.
 	if err := EnsureNamespaces(ctx, svc); err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig res
 		BearerToken:     creds.LoopbackToken,
 		TLSClientConfig: tlsConfig,
 		ContentConfig:   rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
-		UserAgent:       "lapis/loopback",
+		UserAgent:       loopbackUserAgent,
 		WarningHandler:  rest.NoWarnings{}, // deprecation warnings are for users, not for lapis's own reads
 		QPS:             -1,
 	}

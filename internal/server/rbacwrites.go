@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,9 +13,14 @@ import (
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
+// loopbackUserAgent is kube-apiserver's loopback client's user agent (client-go's default for a
+// binary named kube-apiserver: its version without suffix, no commit), so lapis's own requests
+// read in logs and audit as kube's, and its writes are under kube's field manager.
+var loopbackUserAgent = loopbackManager + "/" + strings.SplitN(Version.GitVersion, "-", 2)[0] + " (" + Version.Platform + ") kubernetes/$Format"
+
 // loopbackManager is the field manager of the loopback client's writes: the product of its user
-// agent ("lapis/loopback"), as the request path names a manager when the client gives none.
-const loopbackManager = "lapis"
+// agent, as the request path names a manager when the client gives none; kube-apiserver's.
+const loopbackManager = "kube-apiserver"
 
 // createDirect is the RBAC bootstrap policy's first-start Creator: the objects service's create,
 // as the loopback's POST reaches it (kube's defaults, validation and admission, managedFields

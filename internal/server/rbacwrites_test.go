@@ -41,13 +41,20 @@ func TestBootstrapPolicyDirect(t *testing.T) {
 	}
 	// As the loopback client asks: protobuf, its user agent (which names the field manager).
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.UserAgent = "lapis/loopback"
+	cfg.UserAgent = loopbackUserAgent
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
 	// Ready means all of it is in place, as the watch cache serves it.
 	crs, err := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if want := len(bootstrappolicy.ClusterRoles()) + len(bootstrappolicy.ControllerRoles()); err != nil || len(crs.Items) != want {
 		t.Fatalf("%d ClusterRoles in the watch cache, want %d: %v", len(crs.Items), want, err)
+	}
+
+	// Written as kube-apiserver writes them: under its field manager.
+	if crb, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "cluster-admin", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if mf := crb.ManagedFields; len(mf) != 1 || mf[0].Manager != "kube-apiserver" {
+		t.Errorf("cluster-admin binding managed by %v, want kube-apiserver alone", mf)
 	}
 
 	// RBAC's informers, which watch, get them: anonymous users may read /version
