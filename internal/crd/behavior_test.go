@@ -46,9 +46,14 @@ spec:
 `
 
 func widgetBehavior(t *testing.T, version int) *customBehavior {
+	return behaviorOf(t, widgetsCRD, version)
+}
+
+// behaviorOf is the behavior of a version of the CRD written in crdYAML.
+func behaviorOf(t *testing.T, crdYAML string, version int) *customBehavior {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(widgetsCRD), crd); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(crdYAML), crd); err != nil {
 		t.Fatal(err)
 	}
 	b, err := newCustomBehavior(crd, &crd.Spec.Versions[version])
@@ -154,8 +159,7 @@ func TestStatusSubresourceAndFields(t *testing.T) {
 }
 
 func TestEmbeddedResourceMetadata(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(`
+	b := behaviorOf(t, `
 metadata: {name: templates.example.com}
 spec:
   group: example.com
@@ -173,13 +177,7 @@ spec:
             type: object
             properties:
               template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
-`), crd); err != nil {
-		t.Fatal(err)
-	}
-	b, err := newCustomBehavior(crd, &crd.Spec.Versions[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+`, 0)
 	obj := object(t, `{apiVersion: example.com/v1, kind: Template, metadata: {name: a}, spec: {template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "bad/name"}}}}`)
 	errs := b.Validate(obj, nil)
 	if agg := errs.ToAggregate(); agg == nil || !strings.Contains(agg.Error(), "spec.template.metadata.name") {
@@ -191,8 +189,7 @@ spec:
 }
 
 func TestValidationRules(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(`
+	b := behaviorOf(t, `
 metadata: {name: ranges.example.com}
 spec:
   group: example.com
@@ -214,13 +211,7 @@ spec:
               min: {type: integer}
               max: {type: integer}
               id: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf", message: "id is immutable"}]}
-`), crd); err != nil {
-		t.Fatal(err)
-	}
-	b, err := newCustomBehavior(crd, &crd.Spec.Versions[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+`, 0)
 	good := object(t, `{apiVersion: example.com/v1, kind: Range, metadata: {name: r}, spec: {min: 1, max: 2, id: a}}`)
 	if errs := b.Validate(good, nil); len(errs) != 0 {
 		t.Fatalf("valid object refused: %v", errs)
@@ -253,8 +244,7 @@ func TestMetadataOfWrongTypes(t *testing.T) {
 // checked against the status schema alone (its errors name the field from status down) and
 // only the scale's status values.
 func TestScaleAndStatusValidation(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict([]byte(`
+	b := behaviorOf(t, `
 metadata: {name: tools.example.com}
 spec:
   group: example.com
@@ -273,13 +263,7 @@ spec:
         properties:
           spec: {type: object, properties: {replicas: {type: integer}}}
           status: {type: object, properties: {replicas: {type: integer}, selector: {type: string}}}
-`), crd); err != nil {
-		t.Fatal(err)
-	}
-	b, err := newCustomBehavior(crd, &crd.Spec.Versions[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+`, 0)
 	tool := func(spec, status string) *unstructured.Unstructured {
 		return object(t, `{apiVersion: example.com/v1, kind: Tool, metadata: {name: a}, spec: `+spec+`, status: `+status+`}`)
 	}

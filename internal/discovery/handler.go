@@ -67,8 +67,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, "application/json", notFoundBody)
 		return
 	}
-	docs := h.documents()
-	if group, _, _ := strings.Cut(strings.TrimPrefix(path, "/apis/"), "/"); strings.HasPrefix(path, "/apis/") && docs.legacy["/apis/"+group] == nil {
+	if group, _, _ := strings.Cut(strings.TrimPrefix(path, "/apis/"), "/"); strings.HasPrefix(path, "/apis/") && !h.cat.ServesGroup(group) {
 		// kube-apiserver has no handler at all for a group it does not serve.
 		http.NotFound(w, r)
 		return
@@ -77,6 +76,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, "application/json", methodNotAllowedBody)
 		return
 	}
+	docs := h.documents()
 
 	if agg := docs.aggregated[path]; agg != nil {
 		w.Header().Set("Vary", "Accept")

@@ -221,6 +221,14 @@ func (w want) check(t *testing.T, r response) {
 	}
 }
 
+// checkWarnings fails t unless the answer's Warning headers, one per line, are want ("" for none).
+func checkWarnings(t *testing.T, r response, want string) {
+	t.Helper()
+	if got := strings.Join(r.header.Values("Warning"), "\n"); got != want {
+		t.Errorf("Warning header %q, want %q", got, want)
+	}
+}
+
 // Paths used throughout.
 const (
 	configMaps = "/api/v1/namespaces/default/configmaps"

@@ -85,9 +85,7 @@ func TestPatch(t *testing.T) {
 					t.Errorf("%s = %q, want %q: %s", tt.field, got, tt.value, r.body)
 				}
 			}
-			if got := strings.Join(r.header.Values("Warning"), "\n"); got != tt.warning {
-				t.Errorf("Warning header %q, want %q", got, tt.warning)
-			}
+			checkWarnings(t, r, tt.warning)
 		})
 	}
 
@@ -324,9 +322,7 @@ func TestApplyDecoding(t *testing.T) {
 					t.Errorf("data.a = %q, want %q", got, tt.a)
 				}
 			}
-			if got := strings.Join(r.header.Values("Warning"), "\n"); got != tt.warning {
-				t.Errorf("Warning header %q, want %q", got, tt.warning)
-			}
+			checkWarnings(t, r, tt.warning)
 		})
 	}
 	f.must(404, call{method: "GET", path: configMaps + "/new"})

@@ -14,8 +14,10 @@ import (
 )
 
 // loopbackUserAgent is kube-apiserver's loopback client's user agent (client-go's default for a
-// binary named kube-apiserver: its version without suffix, no commit), so lapis's own requests
-// read in logs and audit as kube's, and its writes are under kube's field manager.
+// binary named kube-apiserver: its version without suffix, then a commit lapis does not have,
+// as kube-reference's unstamped build says "kube-apiserver/v0.0.0 (linux/amd64)
+// kubernetes/$Format" in its audit log), so lapis's own requests read in logs and audit as
+// kube's, and its writes are under kube's field manager.
 var loopbackUserAgent = loopbackManager + "/" + strings.SplitN(Version.GitVersion, "-", 2)[0] + " (" + Version.Platform + ") kubernetes/$Format"
 
 // loopbackManager is the field manager of the loopback client's writes: the product of its user
