@@ -26,11 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/crd"
+	"github.com/lapis-dev/lapis/internal/fieldmanager"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 	"github.com/lapis-dev/lapis/internal/patch"
@@ -274,7 +274,7 @@ var applyFuzzKinds = []struct {
 // FuzzApply merges server-side apply configurations (YAML, decoded as the apply handler
 // decodes them) into live built-in objects through their field managers.
 func FuzzApply(f *testing.F) {
-	managers := apply.NewManagers()
+	managers := fieldmanager.NewManagers()
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	type target struct {

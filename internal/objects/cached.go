@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/storage/codec"
 	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
@@ -79,7 +79,7 @@ func tooLargeResourceVersion(want, current int64, retrySeconds int) error {
 // rawFromEntry returns the JSON served at r's version for a cached object, reported at revision
 // rev (its own revision, or a deletion's).
 func (s *Service) rawFromEntry(r *catalog.Resource, e *watchcache.Entry, rev int64) ([]byte, error) {
-	if rev == e.ModRevision && r.Conversion == nil && !hasReadDefaults(r) && stored.HasAPIVersion(e.Value, r.GroupVersion.String()) {
+	if rev == e.ModRevision && r.Conversion == nil && !hasReadDefaults(r) && codec.HasAPIVersion(e.Value, r.GroupVersion.String()) {
 		return e.Value, nil
 	}
 	obj, err := s.objectFromEntry(r, e)

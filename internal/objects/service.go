@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/fieldmanager"
 	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"github.com/lapis-dev/lapis/internal/storage"
-	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/storage/codec"
 	"github.com/lapis-dev/lapis/internal/watchcache"
 )
 
@@ -25,7 +25,7 @@ import (
 type Service struct {
 	store  *storage.Store
 	cat    *catalog.Catalog
-	fields *apply.Managers
+	fields *fieldmanager.Managers
 	caches *watchcache.Caches // nil: every read goes to storage
 	now    func() time.Time
 	// written spares the next update of an object lapis wrote the decoding of what it wrote.
@@ -34,7 +34,7 @@ type Service struct {
 
 // NewService returns a Service over store serving the resources in cat.
 func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
-	return &Service{store: store, cat: cat, fields: apply.NewManagers(), now: time.Now}
+	return &Service{store: store, cat: cat, fields: fieldmanager.NewManagers(), now: time.Now}
 }
 
 // Catalog returns the catalogue the service serves.
@@ -82,7 +82,7 @@ const registryConflictMessage = "the object has been modified; please apply your
 
 // fromStorage decodes a stored value into the object as served at r's version.
 func (s *Service) fromStorage(r *catalog.Resource, kv storage.KeyValue) (*unstructured.Unstructured, error) {
-	obj, err := stored.Decode(kv.Value, kv.ModRevision)
+	obj, err := codec.Decode(kv.Value, kv.ModRevision)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (s *Service) present(r *catalog.Resource, obj *unstructured.Unstructured) (
 // resourceVersion without decoding when the stored version is the served one.
 func (s *Service) rawFromStorage(r *catalog.Resource, kv storage.KeyValue) ([]byte, error) {
 	if r.Conversion == nil && !hasReadDefaults(r) {
-		if out, ok := stored.WithResourceVersion(kv.Value, kv.ModRevision, r.GroupVersion.String()); ok {
+		if out, ok := codec.WithResourceVersion(kv.Value, kv.ModRevision, r.GroupVersion.String()); ok {
 			return out, nil
 		}
 	}
@@ -143,7 +143,7 @@ func (s *Service) toStorage(r *catalog.Resource, obj *unstructured.Unstructured)
 		obj = obj.DeepCopy()
 		obj.SetAPIVersion(sv)
 	}
-	value, err := stored.Encode(obj.Object)
+	value, err := codec.Encode(obj.Object)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

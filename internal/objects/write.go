@@ -23,7 +23,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/storage"
-	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/storage/codec"
 )
 
 // WriteOptions are the query parameters and request facts that shape a write.
@@ -169,7 +169,7 @@ func servedAsStored(r *catalog.Resource, value []byte, rev int64) []byte {
 	if r.Conversion != nil {
 		return nil
 	}
-	raw, _ := stored.WithResourceVersion(value, rev, r.GroupVersion.String())
+	raw, _ := codec.WithResourceVersion(value, rev, r.GroupVersion.String())
 	return raw
 }
 
@@ -304,7 +304,7 @@ func (s *Service) checkNamespaceAcceptsContent(ctx context.Context, r *catalog.R
 	if err != nil {
 		return storageError(r, obj.GetName(), err)
 	}
-	namespace, err := stored.Decode(kv.Value, kv.ModRevision)
+	namespace, err := codec.Decode(kv.Value, kv.ModRevision)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}

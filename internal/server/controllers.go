@@ -4,17 +4,17 @@ import (
 	"context"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/controllers/clusterroleaggregation"
 	"github.com/lapis-dev/lapis/internal/controllers/quota"
 	"github.com/lapis-dev/lapis/internal/controllers/tokens"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // runControllerManager starts the kube-controller-manager controllers lapis runs over its
 // loopback client (namespace deletion, garbage collection and kube-root-ca.crt start with the
 // storage; see Start). None runs when lapis is kube-apiserver alone (Config.KubeAPIServerOnly).
-func (s *Server) runControllerManager(ctx context.Context, lb *loopback, authenticator *authn.Authenticator, creds *auth.Credentials) {
+func (s *Server) runControllerManager(ctx context.Context, lb *loopback, authenticator *authn.Authenticator, creds *pki.Credentials) {
 	// The clusterrole-aggregation controller fills aggregated roles.
 	go clusterroleaggregation.Run(ctx, lb.client, lb.factory)
 	// The ValidatingAdmissionPolicy status controller (type checking).

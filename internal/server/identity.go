@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/auth/authz"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // newAuthenticator is kube-apiserver's authenticator chain over lapis's credentials and the
 // identity flags: client certificates of lapis's CA (and --client-ca-file's), the admin token,
 // the token file, ServiceAccount tokens and, when allowed, anonymous requests.
-func newAuthenticator(cfg Config, creds *auth.Credentials) (*authn.Authenticator, error) {
+func newAuthenticator(cfg Config, creds *pki.Credentials) (*authn.Authenticator, error) {
 	clientCAs := x509.NewCertPool()
 	clientCAs.AddCert(creds.CA)
 	if cfg.ClientCAFile != "" {

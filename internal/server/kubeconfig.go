@@ -10,14 +10,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // KubeconfigPath is where the admin kubeconfig is written under the data directory.
 func KubeconfigPath(dataDir string) string { return filepath.Join(dataDir, "kubeconfig") }
 
 // writeKubeconfig writes an admin kubeconfig for addr, atomically.
-func writeKubeconfig(path string, addr net.Addr, creds *auth.Credentials) error {
+func writeKubeconfig(path string, addr net.Addr, creds *pki.Credentials) error {
 	host, port, _ := net.SplitHostPort(addr.String())
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -34,7 +34,7 @@ func writeKubeconfig(path string, addr net.Addr, creds *auth.Credentials) error 
 	if err != nil {
 		return err
 	}
-	return auth.WriteFileAtomic(path, data, 0o600)
+	return pki.WriteFileAtomic(path, data, 0o600)
 }
 
 // removeKubeconfig removes the admin kubeconfig, if there is one.

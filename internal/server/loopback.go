@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authz"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // loopback is what kube-apiserver's admission plugins read through: informers over a client of
@@ -43,7 +43,7 @@ func (l *loopback) chainOrNil() admission.Interface {
 // connect makes the loopback client and the informer factory of a server listening at addr,
 // reached with tlsConfig (the loopback certificate's, servingTLS) as system:apiserver (the
 // process's loopback token), so that its requests are not taken for the admin's in audit logs.
-func (l *loopback) connect(addr net.Addr, creds *auth.Credentials, tlsConfig rest.TLSClientConfig) error {
+func (l *loopback) connect(addr net.Addr, creds *pki.Credentials, tlsConfig rest.TLSClientConfig) error {
 	cfg := &rest.Config{
 		Host:            "https://" + addr.String(),
 		BearerToken:     creds.LoopbackToken,

@@ -21,9 +21,7 @@ import (
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
-	"github.com/lapis-dev/lapis/internal/apply"
 	"github.com/lapis-dev/lapis/internal/audit"
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/auth/authz"
 	"github.com/lapis-dev/lapis/internal/bootstrap"
@@ -33,8 +31,10 @@ import (
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/crd"
 	"github.com/lapis-dev/lapis/internal/exepages"
+	"github.com/lapis-dev/lapis/internal/fieldmanager"
 	"github.com/lapis-dev/lapis/internal/leader"
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/pki"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/watchcache"
 )
@@ -64,7 +64,7 @@ type Server struct {
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	// kube's type converters for managed fields are parsed once per process, and the objects
 	// service needs them: on the other core, while lapis opens etcd and builds the rest.
-	go apply.NewManagers()
+	go fieldmanager.NewManagers()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.EmbeddedEtcdClientURL == "" {
 		opening = openStorageAsync(ctx, cfg, log)
 	}
-	creds, err := auth.LoadOrCreate(cfg.DataDir, host)
+	creds, err := pki.LoadOrCreate(cfg.DataDir, host)
 	if err != nil {
 		if opening != nil {
 			if backend, oerr := opening.wait(); oerr == nil {
@@ -371,12 +371,12 @@ func openStorage(ctx context.Context, cfg Config, log *slog.Logger) (*storage.Ba
 		return storage.OpenEmbedded(ctx, cfg.DataDir, "")
 	}
 	u, _ := url.Parse(cfg.EmbeddedEtcdClientURL) // validated
-	files, err := auth.LoadOrCreateEtcd(cfg.DataDir, u.Hostname())
+	files, err := pki.LoadOrCreateEtcd(cfg.DataDir, u.Hostname())
 	if err != nil {
 		return nil, fmt.Errorf("etcd certificates: %w", err)
 	}
 	b, err := storage.OpenEmbeddedTLS(ctx, cfg.DataDir, cfg.EmbeddedEtcdClientURL, &storage.ServerTLS{
-		CertFile: files.ServerCert, KeyFile: files.ServerKey, ClientCAFile: files.CAFile, ClientCNs: []string{auth.EtcdClientCN}})
+		CertFile: files.ServerCert, KeyFile: files.ServerKey, ClientCAFile: files.CAFile, ClientCNs: []string{pki.EtcdClientCN}})
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,12 @@ import (
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/apiserverid"
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
+	"github.com/lapis-dev/lapis/internal/controllers/garbagecollector"
+	"github.com/lapis-dev/lapis/internal/controllers/namespace"
 	"github.com/lapis-dev/lapis/internal/controllers/serviceaccount"
-	"github.com/lapis-dev/lapis/internal/gc"
 	"github.com/lapis-dev/lapis/internal/leader"
-	"github.com/lapis-dev/lapis/internal/namespace"
+	"github.com/lapis-dev/lapis/internal/pki"
 	"github.com/lapis-dev/lapis/internal/storage"
 	"github.com/lapis-dev/lapis/internal/watchcache"
 )
@@ -27,7 +27,7 @@ const ControllersLease = "lapis-controller-manager"
 type singletons struct {
 	lb            *loopback
 	authenticator *authn.Authenticator
-	creds         *auth.Credentials
+	creds         *pki.Credentials
 	store         *storage.Store
 	caches        *watchcache.Caches
 }
@@ -62,7 +62,7 @@ func (s *Server) startSingletons(ctx context.Context, d singletons) (*leader.Ele
 	if !s.cfg.KubeAPIServerOnly {
 		work = append(work,
 			leader.Work{Name: "namespace", Run: func(ctx context.Context) { namespace.NewController(s.objects, s.log).Run(ctx) }},
-			leader.Work{Name: "garbage collector", Run: func(ctx context.Context) { gc.New(s.objects, s.log).Run(ctx) }},
+			leader.Work{Name: "garbage collector", Run: func(ctx context.Context) { garbagecollector.New(s.objects, s.log).Run(ctx) }},
 			leader.Work{Name: "controller manager", Run: func(ctx context.Context) {
 				s.runControllerManager(ctx, lb, d.authenticator, d.creds)
 				<-ctx.Done() // its controllers end with ctx

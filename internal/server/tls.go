@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // loopbackServerName is the name lapis's own client asks for (SNI), as kube-apiserver's
@@ -26,7 +26,7 @@ import (
 const loopbackServerName = "apiserver-loopback-client"
 
 // servingTLS is the server's TLS configuration and the TLS settings of its loopback client.
-func servingTLS(cfg Config, creds *auth.Credentials) (*tls.Config, rest.TLSClientConfig, error) {
+func servingTLS(cfg Config, creds *pki.Credentials) (*tls.Config, rest.TLSClientConfig, error) {
 	serving, err := servingCertificate(cfg, creds)
 	if err != nil {
 		return nil, rest.TLSClientConfig{}, err
@@ -54,7 +54,7 @@ func servingTLS(cfg Config, creds *auth.Credentials) (*tls.Config, rest.TLSClien
 // servingCertificate is kube-apiserver's choice: --tls-cert-file and --tls-private-key-file;
 // else --cert-dir's apiserver.crt and apiserver.key, written there (lapis's own serving
 // certificate and its CA) when absent; else lapis's own.
-func servingCertificate(cfg Config, creds *auth.Credentials) (*tls.Certificate, error) {
+func servingCertificate(cfg Config, creds *pki.Credentials) (*tls.Certificate, error) {
 	if (cfg.TLSCertFile == "") != (cfg.TLSPrivateKeyFile == "") {
 		return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
 	}
@@ -84,7 +84,7 @@ func servingCertificate(cfg Config, creds *auth.Credentials) (*tls.Certificate, 
 
 // writeServingPair writes lapis's serving certificate (then its CA) and key, as kube-apiserver
 // writes the certificate it makes when --cert-dir holds none.
-func writeServingPair(dir, certFile, keyFile string, creds *auth.Credentials) error {
+func writeServingPair(dir, certFile, keyFile string, creds *pki.Credentials) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -97,10 +97,10 @@ func writeServingPair(dir, certFile, keyFile string, creds *auth.Credentials) er
 	if err != nil {
 		return err
 	}
-	if err := auth.WriteFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := pki.WriteFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return err
 	}
-	return auth.WriteFileAtomic(certFile, chain, 0o644)
+	return pki.WriteFileAtomic(certFile, chain, 0o644)
 }
 
 // selfSignedLoopback makes the loopback's certificate: self-signed, for loopbackServerName,

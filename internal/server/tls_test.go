@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/internal/auth"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // writeCA makes a CA and a serving certificate it signs for 127.0.0.1, as envtest does, and
@@ -57,7 +57,7 @@ func writeCA(t *testing.T, certFile, keyFile string) *x509.CertPool {
 
 func TestServingCertificate(t *testing.T) {
 	dir := t.TempDir()
-	creds, err := auth.LoadOrCreate(filepath.Join(dir, "data"), "127.0.0.1")
+	creds, err := pki.LoadOrCreate(filepath.Join(dir, "data"), "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

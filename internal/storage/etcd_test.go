@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/internal/auth"
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/pki"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 // listeningPorts is the set of TCP ports this process listens on, as the kernel sees them.
@@ -51,14 +51,14 @@ func TestEmbeddedOpensNoSocket(t *testing.T) {
 
 func TestEmbeddedTLS(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := auth.LoadOrCreate(dir, "127.0.0.1"); err != nil { // lapis's CA and admin certificate
+	if _, err := pki.LoadOrCreate(dir, "127.0.0.1"); err != nil { // lapis's CA and admin certificate
 		t.Fatal(err)
 	}
-	files, err := auth.LoadOrCreateEtcd(dir, "127.0.0.1")
+	files, err := pki.LoadOrCreateEtcd(dir, "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving := &ServerTLS{CertFile: files.ServerCert, KeyFile: files.ServerKey, ClientCAFile: files.CAFile, ClientCNs: []string{auth.EtcdClientCN}}
+	serving := &ServerTLS{CertFile: files.ServerCert, KeyFile: files.ServerKey, ClientCAFile: files.CAFile, ClientCNs: []string{pki.EtcdClientCN}}
 	port := strconv.Itoa(freePort(t))
 
 	for _, bad := range []struct {

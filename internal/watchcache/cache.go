@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/lapis-dev/lapis/internal/storage"
-	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/storage/codec"
 )
 
 // Entry is one object, with what filtering needs parsed once. Its Value is the JSON served for
@@ -158,7 +158,7 @@ func (c *Cache) entry(kv storage.KeyValue) *Entry {
 		} `json:"metadata"`
 	}
 	_ = json.Unmarshal(kv.Value, &meta)
-	if served, ok := stored.Served(kv.Value, kv.ModRevision); ok {
+	if served, ok := codec.Served(kv.Value, kv.ModRevision); ok {
 		kv.Value = served
 	}
 	return &Entry{KeyValue: kv, Namespace: ns, Name: name, Labels: meta.Metadata.Labels}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lapis-dev/lapis/internal/storage"
-	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/storage/codec"
 )
 
 func newTestCache(t *testing.T) (*Cache, *storage.Store) {
@@ -33,7 +33,7 @@ func newTestCache(t *testing.T) (*Cache, *storage.Store) {
 }
 
 func thing(name string, labels string) []byte {
-	v, _ := stored.Encode(map[string]any{"apiVersion": "v1", "kind": "Thing",
+	v, _ := codec.Encode(map[string]any{"apiVersion": "v1", "kind": "Thing",
 		"metadata": map[string]any{"name": name, "labels": map[string]any{"app": labels}}})
 	return v
 }

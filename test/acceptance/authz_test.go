@@ -303,7 +303,7 @@ func TestIdentities(t *testing.T) {
 	// Impersonation: refused to carol, allowed to the admin (system:masters).
 	_, errOut, _ = l.kubectl(append(asCarol, "--as=dave", "-n", "team", "get", "configmaps")...)
 	// kube 1.37's constrained impersonation words the refusal of a user who may impersonate
-	// nothing in terms of the request (test/kubediff checks it against kube-apiserver).
+	// nothing in terms of the request (test/against-kube-apiserver checks it against kube-apiserver).
 	wantContains(t, "carol impersonating dave", errOut, `configmaps is forbidden: User "carol" cannot impersonate-on:user-info:list resource "configmaps" in API group "" in the namespace "team"`)
 	out, errOut, _ = l.kubectl("--as=dave", "--as-group=devs", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
 	wantEqual(t, "the admin impersonating dave", out+errOut, `dave ["devs","system:authenticated"]`)

@@ -18,7 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 // listeningPorts is what lapis's process listens on over TCP, as the kernel sees it.

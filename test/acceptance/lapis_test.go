@@ -1,6 +1,6 @@
 // Package acceptance drives a real lapis binary with the real kubectl, the way a user would.
 //
-// TestMain builds ./cmd/lapis once (or takes $LAPIS_BIN; see test/lapisproc); startLapis runs it
+// TestMain builds ./cmd/lapis once (or takes $LAPIS_BIN; see internal/testkit/lapisproc); startLapis runs it
 // on a fresh data directory and returns a handle whose kubectl method runs /usr/bin/kubectl
 // (whatever kubectl is on PATH) against it.
 package acceptance
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 var (

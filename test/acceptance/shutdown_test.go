@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 // TestKubeconfigLifecycle: the admin kubeconfig exists exactly while lapis serves. SIGTERM

@@ -22,7 +22,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/server"
 	"github.com/lapis-dev/lapis/internal/storage"
-	"github.com/lapis-dev/lapis/internal/stored"
+	"github.com/lapis-dev/lapis/internal/storage/codec"
 )
 
 // BenchmarkStartup restarts lapis on a data directory holding N ConfigMaps (written straight
@@ -143,7 +143,7 @@ func seedStartup(b *testing.B, n int) (string, error) {
 		ops := make([]clientv3.Op, 0, batch)
 		for j := i; j < n && j < i+batch; j++ {
 			name := fmt.Sprintf("cm-%06d", j)
-			value, err := stored.Encode(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			value, err := codec.Encode(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{"name": name, "namespace": startupNamespace, "uid": string(uuid.NewUUID()),
 					"creationTimestamp": started.UTC().Format(time.RFC3339), "labels": map[string]any{"app": "startup", "shard": strconv.Itoa(j % 16)}},
 				"data": map[string]any{"color": "blue", "size": strconv.Itoa(j), "settings": "log-level=info\nlisten=:8080\n"}})

@@ -5,7 +5,7 @@
 // with KUBEBUILDER_ASSETS=DIR. It also checks what envtest reads from the binaries before
 // starting them (`kube-apiserver --help`, `etcd --help`).
 //
-// The lapis binary comes from test/lapisproc ($LAPIS_BIN, or ./cmd/lapis built once).
+// The lapis binary comes from internal/testkit/lapisproc ($LAPIS_BIN, or ./cmd/lapis built once).
 // KUBEBUILDER_ASSETS set to a directory with kube's binaries instead (LAPIS_ENVTEST_ASSETS)
 // runs the same project against them, for comparison.
 package envtest

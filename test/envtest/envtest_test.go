@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 var lapisBin string // the binary TestMain built, or $LAPIS_BIN

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 const (

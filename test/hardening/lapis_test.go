@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 var lapisBin string // the binary TestMain built, or $LAPIS_HARDENING_BIN / $LAPIS_BIN

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 	"sigs.k8s.io/yaml"
 )
 

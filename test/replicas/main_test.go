@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 // lapisBin is the binary under test (lapisproc.Build).

@@ -25,7 +25,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/lapis-dev/lapis/test/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
 )
 
 const (

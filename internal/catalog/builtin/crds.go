@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/lapis-dev/lapis/internal/apply/conventions"
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/fieldmanager/conventions"
 )
 
 func customResourceDefinitions() *catalog.Resource {

@@ -20,9 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/lapis-dev/lapis/internal/auth"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -30,7 +30,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // lapisCA is the CA of a fresh lapis data directory.
 func lapisCA(t *testing.T) string {
 	t.Helper()
-	creds, err := auth.LoadOrCreate(t.TempDir(), "127.0.0.1")
+	creds, err := pki.LoadOrCreate(t.TempDir(), "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,11 @@
+package againstreference
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+func unstructuredSerializer() runtime.NegotiatedSerializer {
+	return serializer.NewCodecFactory(scheme.Scheme).WithoutConversion()
+}
