@@ -54,29 +54,6 @@ measure() {
   apibenchlines "$work/$name.apibench" >>"$work/$name.txt"
 }
 
-# benchlines FILE: "Benchmark/sub:unit value" for each metric of each benchmark line.
-benchlines() {
-  awk '/^Benchmark/ { name = $1; sub(/-[0-9]+$/, "", name); for (i = 3; i < NF; i += 2) print name ":" $(i+1), $i }' "$1"
-}
-
-# apibenchlines FILE: "apibench/op:ops/s", ":p50-ms" and ":p99-ms" of each apibench row.
-apibenchlines() {
-  awk '
-    function ms(d) {
-      if (d ~ /µs$/) return substr(d, 1, length(d) - 2) / 1000
-      if (d ~ /ms$/) return substr(d, 1, length(d) - 2) + 0
-      if (d ~ /ns$/) return substr(d, 1, length(d) - 2) / 1e6
-      if (d ~ /s$/) return substr(d, 1, length(d) - 1) * 1000
-      return d + 0
-    }
-    $2 ~ /^ops=/ {
-      print "apibench/" $1 ":ops/s", $3
-      for (i = 4; i <= NF; i++) {
-        if ($i ~ /^p50=/) print "apibench/" $1 ":p50-ms", ms(substr($i, 5))
-        if ($i ~ /^p99=/) print "apibench/" $1 ":p99-ms", ms(substr($i, 5))
-      }
-    }' "$1"
-}
 
 : >"$work/lapis.txt"
 : >"$work/kube.txt"

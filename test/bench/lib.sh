@@ -1,5 +1,6 @@
-# Shared by compare.sh and compare-kube.sh (sourced, not run): starting and stopping a lapis
-# binary and kube-reference, and reading a process's memory. Expects $work and $shared set and
+# Shared by compare.sh, compare-kube.sh and compare-builds.sh (sourced, not run): starting and
+# stopping a lapis binary and kube-reference, reading a process's memory, and turning benchmark
+# output into "metric value" lines. Expects $work and $shared set and
 # stop_all called on exit.
 lapis_pid=
 kube_dir=
@@ -75,4 +76,30 @@ rss_mib() {
 # resident memory.
 rss_split() {
   awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { printf "anon %.1f + file %.1f", a / 1024, f / 1024 }' "/proc/$1/status"
+}
+
+# benchlines FILE: "Benchmark/sub:unit value" for each metric of each benchmark line.
+benchlines() {
+  awk '/^Benchmark/ { name = $1; sub(/-[0-9]+$/, "", name); for (i = 3; i < NF; i += 2) print name ":" $(i+1), $i }' "$1"
+}
+
+# apibenchlines FILE: "apibench/op:ops/s", ":p50-ms", ":p99-ms" and (with -server-pids)
+# ":server-cpu-ms/op" of each apibench row.
+apibenchlines() {
+  awk '
+    function ms(d) {
+      if (d ~ /µs$/) return substr(d, 1, length(d) - 2) / 1000
+      if (d ~ /ms$/) return substr(d, 1, length(d) - 2) + 0
+      if (d ~ /ns$/) return substr(d, 1, length(d) - 2) / 1e6
+      if (d ~ /s$/) return substr(d, 1, length(d) - 1) * 1000
+      return d + 0
+    }
+    $2 ~ /^ops=/ {
+      print "apibench/" $1 ":ops/s", $3
+      for (i = 4; i <= NF; i++) {
+        if ($i ~ /^p50=/) print "apibench/" $1 ":p50-ms", ms(substr($i, 5))
+        if ($i ~ /^p99=/) print "apibench/" $1 ":p99-ms", ms(substr($i, 5))
+        if ($i ~ /^server-cpu=/) print "apibench/" $1 ":server-cpu-ms/op", substr($i, 12) + 0
+      }
+    }' "$1"
 }
