@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -15,7 +17,8 @@ func res(group, version, name string) *Resource {
 func TestCatalog(t *testing.T) {
 	c := New()
 	changes := c.Changes()
-	c.AddBuiltin(res("", "v1", "configmaps"), res("coordination.k8s.io", "v1", "leases"))
+	configmaps := res("", "v1", "configmaps")
+	c.AddBuiltin(configmaps, res("coordination.k8s.io", "v1", "leases"))
 	c.SetCustom("widgets.b.com", []*Resource{res("b.com", "v1", "widgets")})
 	c.SetCustom("gadgets.a.com", []*Resource{res("a.com", "v2", "gadgets"), res("a.com", "v1", "gadgets")})
 	select {
@@ -31,10 +34,21 @@ func TestCatalog(t *testing.T) {
 	if got := "[" + join(order) + "]"; got != want {
 		t.Errorf("order %s\nwant  %s", got, want)
 	}
-	// A custom resource cannot take a built-in's place.
-	c.SetCustom("configmaps", []*Resource{res("", "v1", "configmaps")})
-	if r, _ := c.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}); r.CRD != nil || r != c.All()[0] {
-		t.Error("a custom resource replaced a built-in")
+	// A custom resource (one with a CRD) at a built-in's place is neither served nor listed.
+	impostor := res("", "v1", "configmaps")
+	impostor.CRD = &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "configmaps"}}
+	served := len(c.All())
+	c.SetCustom("configmaps", []*Resource{impostor})
+	if r, _ := c.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}); r != configmaps {
+		t.Errorf("configmaps served by a custom resource (%v), want the built-in", r != nil && r.CRD != nil)
+	}
+	for _, r := range c.All() {
+		if r == impostor {
+			t.Error("the custom resource at a built-in's place is listed")
+		}
+	}
+	if got := len(c.All()); got != served {
+		t.Errorf("%d resources listed, want %d", got, served)
 	}
 	rev := c.Revision()
 	c.SetCustom("widgets.b.com", nil)

@@ -139,41 +139,68 @@ func fill(t *testing.T, dir string, leave int64) string {
 // restart with space back.
 func TestDiskFull(t *testing.T) {
 	start := time.Now()
+	d := startOnSmallDisk(t)
+	nearly := d.nearlyFullRefusesWrites(t)
+	full := d.fullDiskRefusesWritesAndServesReads(t)
+	d.writesResumeWhenSpaceIsBack(t, nearly, full)
+	d.cannotStartOnFullDisk(t)
+	d.restartWithLittleRoomWaitsForSpace(t)
+	d.secondRestartWithLittleRoomWaitsForRestart(t)
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// smallDisk is TestDiskFull's lapis on a 300 MiB tmpfs and the ConfigMaps whose creation it
+// acknowledged, which every restart must still serve. The steps run in order.
+type smallDisk struct {
+	l            *lapisProc
+	mnt          string
+	acknowledged []string
+}
+
+func startOnSmallDisk(t *testing.T) *smallDisk {
 	mnt := mountTmpfs(t, "300m")
-	l := startLapisIn(t, filepath.Join(mnt, "data"))
+	d := &smallDisk{l: startLapisIn(t, filepath.Join(mnt, "data")), mnt: mnt, acknowledged: []string{}}
 	if free := freeBytes(t, mnt); free < 120<<20 {
 		t.Fatalf("only %d MiB free after lapis started on a 300 MiB tmpfs", free>>20)
 	}
-
-	l.must(t, "create", "namespace", "faults")
-	acknowledged := []string{}
+	d.l.must(t, "create", "namespace", "faults")
 	for i := range 5 {
 		name := fmt.Sprintf("before-%d", i)
-		l.must(t, "-n", "faults", "create", "configmap", name, "--from-literal=k=v")
-		acknowledged = append(acknowledged, name)
+		d.l.must(t, "-n", "faults", "create", "configmap", name, "--from-literal=k=v")
+		d.acknowledged = append(d.acknowledged, name)
 	}
+	return d
+}
 
-	// Nearly full: less room than etcd needs to write safely, but not yet none.
-	nearly := fill(t, mnt, 20<<20)
+// nearlyFullRefusesWrites leaves less room than etcd needs to write safely, but not yet none,
+// and returns the file that fills the disk.
+func (d *smallDisk) nearlyFullRefusesWrites(t *testing.T) string {
+	nearly := fill(t, d.mnt, 20<<20)
 	var refused rawResult
 	probes := 0
 	eventually(t, 5*time.Second, "a create refused on a nearly full disk", func() (bool, string) {
 		// Writes within the guard's last look at the disk (100ms) still go through.
 		probes++
-		refused = l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
+		refused = d.l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
 			fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"probe-%d"}}`, probes), 10*time.Second)
 		if refused.code == http.StatusCreated {
-			acknowledged = append(acknowledged, fmt.Sprintf("probe-%d", probes))
+			d.acknowledged = append(d.acknowledged, fmt.Sprintf("probe-%d", probes))
 		}
 		return refused.code == http.StatusInsufficientStorage, refused.String()
 	})
 	wantContains(t, "the refusal", refused.body, "disk")
 	wantContains(t, "the refusal", refused.body, "free")
+	return nearly
+}
 
-	// Then full to the last byte: nothing may make etcd write now. (Writes accepted just before
-	// the refusals began reach etcd's database within its 100ms batch interval, and need room.)
+// fullDiskRefusesWritesAndServesReads fills the disk to the last byte: nothing may make etcd
+// write now, while reads and health are answered. It returns the file that fills the disk.
+func (d *smallDisk) fullDiskRefusesWritesAndServesReads(t *testing.T) string {
+	l := d.l
+	// Writes accepted just before the refusals began reach etcd's database within its 100ms
+	// batch interval, and need room.
 	time.Sleep(300 * time.Millisecond)
-	full := fill(t, mnt, 0)
+	full := fill(t, d.mnt, 0)
 	time.Sleep(300 * time.Millisecond) // past the guard's look at the disk
 	for _, w := range writesTo("faults", "before-0") {
 		if r := l.faultRequest(w.method, w.path, w.contentType, w.body, 10*time.Second); r.code != http.StatusInsufficientStorage || !strings.Contains(r.body, "insufficient storage") {
@@ -194,9 +221,13 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("lapis exited on a full disk: %v", l.exitErr())
 	}
 	wantContains(t, "lapis's log", l.log.String(), "disk nearly full: refusing writes")
+	return full
+}
 
-	// Space back: writes resume by themselves.
-	for _, f := range []string{nearly, full} {
+// writesResumeWhenSpaceIsBack removes the files filling the disk: writes resume by themselves.
+func (d *smallDisk) writesResumeWhenSpaceIsBack(t *testing.T, fillers ...string) {
+	l := d.l
+	for _, f := range fillers {
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
@@ -206,43 +237,41 @@ func TestDiskFull(t *testing.T) {
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"after"}}`, 10*time.Second)
 		return r.code == http.StatusCreated, r.String()
 	})
-	acknowledged = append(acknowledged, "after")
+	d.acknowledged = append(d.acknowledged, "after")
 	l.must(t, "-n", "faults", "label", "configmap", "before-1", "x=y")
 	wantContains(t, "lapis's log", l.log.String(), "disk space available again")
-	wantNames(t, l, acknowledged)
+	wantNames(t, l, d.acknowledged)
+}
 
-	// Restarted on a full disk: lapis cannot start there (etcd may not, and lapis cannot write
-	// its kubeconfig) and says why instead of exiting silently.
-	l.Stop(t)
-	full = fill(t, mnt, 0)
-	out, err := exec.Command(lapisBin, "serve", "--data-dir", l.dataDir, "--listen", "127.0.0.1:0").CombinedOutput()
+// cannotStartOnFullDisk restarts lapis on a full disk: it cannot start there (etcd may not,
+// and lapis cannot write its kubeconfig) and says why instead of exiting silently.
+func (d *smallDisk) cannotStartOnFullDisk(t *testing.T) {
+	d.l.Stop(t)
+	full := fill(t, d.mnt, 0)
+	out, err := exec.Command(lapisBin, "serve", "--data-dir", d.l.dataDir, "--listen", "127.0.0.1:0").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no space left on device") {
 		t.Errorf("lapis started on a full disk: %v, want an exit saying the disk is full:\n%s", err, out)
 	}
 	if err := os.Remove(full); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// Restarted with a little room (30 MiB: less than a WAL segment and than the write guard's
-	// need): it serves reads and refuses writes. etcd stopped with its last WAL segment
-	// preallocated whole; lapis cuts it back to its records before etcd opens (etcd would free
-	// and take back that space while preallocating its next segment: a race it lost, exiting,
-	// in most runs), which leaves room for the next segment. So writes wait for space only.
-	nearly = fill(t, mnt, 30<<20)
+// restartWithLittleRoomWaitsForSpace restarts lapis with a little room (30 MiB: less than a WAL
+// segment and than the write guard's need): it serves reads and refuses writes. etcd stopped
+// with its last WAL segment preallocated whole; lapis cuts it back to its records before etcd
+// opens (etcd would free and take back that space while preallocating its next segment: a race
+// it lost, exiting, in most runs), which leaves room for the next segment. So writes wait for
+// space only.
+func (d *smallDisk) restartWithLittleRoomWaitsForSpace(t *testing.T) {
+	l := d.l
+	nearly := fill(t, d.mnt, 30<<20)
 	l.start(t)
-	wantNames(t, l, acknowledged)
+	wantNames(t, l, d.acknowledged)
 	if r := l.faultRequest("GET", "/readyz", "", "", 10*time.Second); r.code != 200 {
 		t.Errorf("readyz after a restart on a nearly full disk: %v", r)
 	}
-	refusedCreate := func(when, name, want string) {
-		t.Helper()
-		r := l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`"}}`, 10*time.Second)
-		if r.code != http.StatusInsufficientStorage || !strings.Contains(r.body, want) {
-			t.Errorf("create %s: %v, want 507 saying %q", when, r, want)
-		}
-	}
-	refusedCreate("after a restart on a nearly full disk", "late", "writes are refused until space is freed")
+	d.refusedCreate(t, "after a restart on a nearly full disk", "late", "writes are refused until space is freed")
 	if err := os.Remove(nearly); err != nil {
 		t.Fatal(err)
 	}
@@ -251,28 +280,40 @@ func TestDiskFull(t *testing.T) {
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"late"}}`, 10*time.Second)
 		return r.code == http.StatusCreated, r.String()
 	})
-	acknowledged = append(acknowledged, "late")
+	d.acknowledged = append(d.acknowledged, "late")
+}
 
-	// Restarted with a little room again: the last segment holds only its records now, nothing
-	// is freed for the next one, which does not fit: etcd would exit at its next cut, so writes
-	// wait for a restart, not just for space.
+// secondRestartWithLittleRoomWaitsForRestart restarts with a little room again: the last
+// segment holds only its records now, nothing is freed for the next one, which does not fit:
+// etcd would exit at its next cut, so writes wait for a restart, not just for space.
+func (d *smallDisk) secondRestartWithLittleRoomWaitsForRestart(t *testing.T) {
+	l := d.l
 	l.Stop(t)
-	nearly = fill(t, mnt, 30<<20)
+	nearly := fill(t, d.mnt, 30<<20)
 	l.start(t)
-	wantNames(t, l, acknowledged)
+	wantNames(t, l, d.acknowledged)
 	if r := l.faultRequest("GET", "/readyz", "", "", 10*time.Second); r.code != 200 {
 		t.Errorf("readyz after a second restart on a nearly full disk: %v", r)
 	}
-	refusedCreate("after a second restart on a nearly full disk", "last", "restarted")
+	d.refusedCreate(t, "after a second restart on a nearly full disk", "last", "restarted")
 	if err := os.Remove(nearly); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // past the guard's look at the disk
-	refusedCreate("once space is back, before a restart", "last", "restarted")
+	d.refusedCreate(t, "once space is back, before a restart", "last", "restarted")
 	l.Restart(t)
 	l.must(t, "-n", "faults", "create", "configmap", "last")
-	wantNames(t, l, append(acknowledged, "last"))
-	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+	wantNames(t, l, append(d.acknowledged, "last"))
+}
+
+// refusedCreate wants the create of ConfigMap name refused with 507 and a body saying want.
+func (d *smallDisk) refusedCreate(t *testing.T, when, name, want string) {
+	t.Helper()
+	r := d.l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`"}}`, 10*time.Second)
+	if r.code != http.StatusInsufficientStorage || !strings.Contains(r.body, want) {
+		t.Errorf("create %s: %v, want 507 saying %q", when, r, want)
+	}
 }
 
 func wantNames(t *testing.T, l *lapisProc, names []string) {

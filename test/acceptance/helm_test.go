@@ -81,95 +81,122 @@ type helmRelease struct {
 func TestHelm(t *testing.T) {
 	helm := helmBinary(t)
 	t.Parallel()
-	l := startLapis(t)
+	h := newHelmDemo(t, helm, startLapis(t))
+	uid := h.install(t)
+	h.upgrade(t, uid)
+	h.rollback(t)
+	h.uninstall(t)
+}
+
+// helmDemo is TestHelm's helm, with its own home, and the release demo of the chart helm
+// create makes, in namespace web. The steps run in order: install, upgrade, rollback, uninstall.
+type helmDemo struct {
+	l     *lapisProc
+	helm  string
+	env   []string
+	chart string
+}
+
+const helmNS = "web"
+
+func newHelmDemo(t *testing.T, helm string, l *lapisProc) *helmDemo {
 	home := t.TempDir()
-	env := append(l.env(),
+	h := &helmDemo{l: l, helm: helm, chart: filepath.Join(home, "demo"), env: append(l.env(),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"))
-	run := func(args ...string) string {
-		t.Helper()
-		out, errOut, err := runCmd(env, "", helm, args...)
-		if err != nil {
-			t.Fatalf("helm %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, errOut)
-		}
-		return out
-	}
-	const ns = "web"
-	run("create", filepath.Join(home, "demo"))
-	chart := filepath.Join(home, "demo")
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))}
+	h.run(t, "create", h.chart)
+	return h
+}
 
-	deployment := func() (replicas, image, uid string) {
-		t.Helper()
-		out := l.must(t, "-n", ns, "get", "deployment", "demo", "-o",
-			`jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.uid}`)
-		f := strings.Fields(out)
+// run runs helm with args and returns its output; it fails the test if helm fails.
+func (h *helmDemo) run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := runCmd(h.env, "", h.helm, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+func (h *helmDemo) deployment(t *testing.T) (replicas, image, uid string) {
+	t.Helper()
+	out := h.l.must(t, "-n", helmNS, "get", "deployment", "demo", "-o",
+		`jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.uid}`)
+	f := strings.Fields(out)
+	if len(f) != 3 {
+		t.Fatalf("deployment demo: %q", out)
+	}
+	return f[0], f[1], f[2]
+}
+
+func (h *helmDemo) servicePort(t *testing.T) string {
+	t.Helper()
+	return h.l.must(t, "-n", helmNS, "get", "service", "demo", "-o", "jsonpath={.spec.ports[0].port}")
+}
+
+// releaseSecrets answers "vN=status" for each release Secret helm keeps, in revision order.
+func (h *helmDemo) releaseSecrets(t *testing.T) []string {
+	t.Helper()
+	out := h.l.must(t, "-n", helmNS, "get", "secrets", "-l", "owner=helm,name=demo", "-o",
+		`jsonpath={range .items[*]}{.metadata.name} {.type} {.metadata.labels.version}={.metadata.labels.status}{"\n"}{end}`)
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
 		if len(f) != 3 {
-			t.Fatalf("deployment demo: %q", out)
+			continue
 		}
-		return f[0], f[1], f[2]
-	}
-	servicePort := func() string {
-		t.Helper()
-		return l.must(t, "-n", ns, "get", "service", "demo", "-o", "jsonpath={.spec.ports[0].port}")
-	}
-	// releaseSecrets answers "vN=status" for each release Secret helm keeps, in revision order.
-	releaseSecrets := func() []string {
-		t.Helper()
-		out := l.must(t, "-n", ns, "get", "secrets", "-l", "owner=helm,name=demo", "-o",
-			`jsonpath={range .items[*]}{.metadata.name} {.type} {.metadata.labels.version}={.metadata.labels.status}{"\n"}{end}`)
-		var got []string
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) != 3 {
-				continue
-			}
-			v := strings.SplitN(f[2], "=", 2)[0]
-			if f[0] != "sh.helm.release.v1.demo.v"+v || f[1] != "helm.sh/release.v1" {
-				t.Errorf("release secret %q: want name sh.helm.release.v1.demo.v%s of type helm.sh/release.v1", line, v)
-			}
-			got = append(got, "v"+f[2])
+		v := strings.SplitN(f[2], "=", 2)[0]
+		if f[0] != "sh.helm.release.v1.demo.v"+v || f[1] != "helm.sh/release.v1" {
+			t.Errorf("release secret %q: want name sh.helm.release.v1.demo.v%s of type helm.sh/release.v1", line, v)
 		}
-		slices.Sort(got)
-		return got
+		got = append(got, "v"+f[2])
 	}
-	history := func() []string {
-		t.Helper()
-		var revs []helmRelease
-		if err := json.Unmarshal([]byte(run("history", "demo", "-n", ns, "-o", "json")), &revs); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, r := range revs {
-			got = append(got, fmt.Sprintf("%v %s %s", r.Revision, r.Status, r.Description))
-		}
-		return got
-	}
-	wantList := func(what string, got, want []string) {
-		t.Helper()
-		if !slices.Equal(got, want) {
-			t.Errorf("%s:\n got: %q\nwant: %q", what, got, want)
-		}
-	}
+	slices.Sort(got)
+	return got
+}
 
-	// install: helm discovers the server's API, renders the chart and creates its objects.
-	out := run("install", "demo", chart, "-n", ns, "--create-namespace")
+func (h *helmDemo) history(t *testing.T) []string {
+	t.Helper()
+	var revs []helmRelease
+	if err := json.Unmarshal([]byte(h.run(t, "history", "demo", "-n", helmNS, "-o", "json")), &revs); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range revs {
+		got = append(got, fmt.Sprintf("%v %s %s", r.Revision, r.Status, r.Description))
+	}
+	return got
+}
+
+func wantList(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\n got: %q\nwant: %q", what, got, want)
+	}
+}
+
+// install: helm discovers the server's API, renders the chart and creates its objects. It
+// returns the Deployment's uid.
+func (h *helmDemo) install(t *testing.T) string {
+	l, ns := h.l, helmNS
+	out := h.run(t, "install", "demo", h.chart, "-n", ns, "--create-namespace")
 	wantContains(t, "helm install", out, "STATUS: deployed")
 	var list []helmRelease
-	if err := json.Unmarshal([]byte(run("list", "-n", ns, "-o", "json")), &list); err != nil {
+	if err := json.Unmarshal([]byte(h.run(t, "list", "-n", ns, "-o", "json")), &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].Name != "demo" || list[0].Status != "deployed" || list[0].Chart != "demo-0.1.0" || fmt.Sprint(list[0].Revision) != "1" {
 		t.Errorf("helm list: %+v, want demo revision 1 deployed, chart demo-0.1.0", list)
 	}
-	replicas, image, uid := deployment()
+	replicas, image, uid := h.deployment(t)
 	wantEqual(t, "replicas after install", replicas, "1")
 	wantEqual(t, "image after install", image, "nginx:1.16.0") // the chart's appVersion
 	wantEqual(t, "Deployment's helm labels and annotations",
 		l.must(t, "-n", ns, "get", "deployment", "demo", "-o",
 			`jsonpath={.metadata.labels.app\.kubernetes\.io/managed-by} {.metadata.annotations.meta\.helm\.sh/release-name} {.metadata.annotations.meta\.helm\.sh/release-namespace}`),
 		"Helm demo "+ns)
-	wantEqual(t, "service port after install", servicePort(), "80")
+	wantEqual(t, "service port after install", h.servicePort(t), "80")
 	svc := l.must(t, "-n", ns, "get", "service", "demo", "-o", "jsonpath={.spec.type} {.spec.clusterIP}")
 	if f := strings.Fields(svc); len(f) != 2 || f[0] != "ClusterIP" || !strings.HasPrefix(f[1], "10.0.0.") {
 		t.Errorf("service demo: %q, want a ClusterIP Service with an IP from 10.0.0.0/24", svc)
@@ -179,37 +206,44 @@ func TestHelm(t *testing.T) {
 	if out, _, err := l.kubectl("-n", ns, "get", "pod", "demo-test-connection"); err == nil {
 		t.Errorf("the chart's test Pod exists after install: %s", out)
 	}
-	wantList("release secrets after install", releaseSecrets(), []string{"v1=deployed"})
-	wantContains(t, "helm get values --all", run("get", "values", "demo", "-n", ns, "--all"), "replicaCount: 1")
+	wantList(t, "release secrets after install", h.releaseSecrets(t), []string{"v1=deployed"})
+	wantContains(t, "helm get values --all", h.run(t, "get", "values", "demo", "-n", ns, "--all"), "replicaCount: 1")
+	return uid
+}
 
-	// upgrade with changed values: the Deployment and Service are patched in place.
-	out = run("upgrade", "demo", chart, "-n", ns, "--set", "replicaCount=3", "--set", "service.port=8080")
+// upgrade with changed values: the Deployment (uid before) and Service are patched in place.
+func (h *helmDemo) upgrade(t *testing.T, uid string) {
+	out := h.run(t, "upgrade", "demo", h.chart, "-n", helmNS, "--set", "replicaCount=3", "--set", "service.port=8080")
 	wantContains(t, "helm upgrade", out, "REVISION: 2")
-	replicas, _, uid2 := deployment()
+	replicas, _, uid2 := h.deployment(t)
 	wantEqual(t, "replicas after upgrade", replicas, "3")
-	wantEqual(t, "service port after upgrade", servicePort(), "8080")
+	wantEqual(t, "service port after upgrade", h.servicePort(t), "8080")
 	if uid2 != uid {
 		t.Errorf("upgrade replaced the Deployment (uid %s, was %s), want it patched", uid2, uid)
 	}
-	wantList("release secrets after upgrade", releaseSecrets(), []string{"v1=superseded", "v2=deployed"})
+	wantList(t, "release secrets after upgrade", h.releaseSecrets(t), []string{"v1=superseded", "v2=deployed"})
+}
 
-	// rollback to revision 1: its values come back, as revision 3.
-	wantContains(t, "helm rollback", run("rollback", "demo", "1", "-n", ns), "Rollback was a success")
-	replicas, _, _ = deployment()
+// rollback to revision 1: its values come back, as revision 3.
+func (h *helmDemo) rollback(t *testing.T) {
+	wantContains(t, "helm rollback", h.run(t, "rollback", "demo", "1", "-n", helmNS), "Rollback was a success")
+	replicas, _, _ := h.deployment(t)
 	wantEqual(t, "replicas after rollback", replicas, "1")
-	wantEqual(t, "service port after rollback", servicePort(), "80")
-	wantList("release secrets after rollback", releaseSecrets(), []string{"v1=superseded", "v2=superseded", "v3=deployed"})
-	wantList("helm history", history(), []string{
+	wantEqual(t, "service port after rollback", h.servicePort(t), "80")
+	wantList(t, "release secrets after rollback", h.releaseSecrets(t), []string{"v1=superseded", "v2=superseded", "v3=deployed"})
+	wantList(t, "helm history", h.history(t), []string{
 		"1 superseded Install complete", "2 superseded Upgrade complete", "3 deployed Rollback to 1"})
+}
 
-	// uninstall: helm deletes what it made and its release Secrets.
-	wantContains(t, "helm uninstall", run("uninstall", "demo", "-n", ns), `release "demo" uninstalled`)
+// uninstall: helm deletes what it made and its release Secrets.
+func (h *helmDemo) uninstall(t *testing.T) {
+	wantContains(t, "helm uninstall", h.run(t, "uninstall", "demo", "-n", helmNS), `release "demo" uninstalled`)
 	for _, obj := range []string{"deployment/demo", "service/demo", "serviceaccount/demo"} {
 		eventually(t, 20*time.Second, obj+" deleted", func() (bool, string) {
-			out, errOut, err := l.kubectl("-n", ns, "get", obj)
+			out, errOut, err := h.l.kubectl("-n", helmNS, "get", obj)
 			return err != nil && strings.Contains(errOut, "NotFound"), out + errOut
 		})
 	}
-	wantList("release secrets after uninstall", releaseSecrets(), nil)
-	wantEqual(t, "helm list after uninstall", run("list", "-n", ns, "-q"), "")
+	wantList(t, "release secrets after uninstall", h.releaseSecrets(t), nil)
+	wantEqual(t, "helm list after uninstall", h.run(t, "list", "-n", helmNS, "-q"), "")
 }

@@ -63,8 +63,18 @@ func TestMetrics(t *testing.T) {
 		return err == nil, stderr
 	})
 
-	// Authorization: the admin (system:masters) and kube's system:monitoring group may read
-	// it, anonymous and other users may not.
+	// The steps run in order: the counts compare what the requests in between added.
+	t.Run("only the admin and system:monitoring may read /metrics", func(t *testing.T) { metricsAuthorization(t, l) })
+	before := metricsOf(t, l)
+	t.Run("kube's families are served", func(t *testing.T) { metricsFamilies(t, before) })
+	t.Run("requests are counted by verb, scope, code and dry run", func(t *testing.T) { metricsRequestCounts(t, l, before) })
+	t.Run("stored objects are counted per resource", func(t *testing.T) { metricsStoredObjects(t, l) })
+	t.Run("a watch is registered while it runs and counts its events", func(t *testing.T) { metricsWatch(t, l) })
+}
+
+// metricsAuthorization: the admin (system:masters) and kube's system:monitoring group may read
+// /metrics, anonymous and other users may not.
+func metricsAuthorization(t *testing.T, l *lapisProc) {
 	if code, body := l.do(t, "GET", "/metrics", "", "", false); code != http.StatusForbidden {
 		t.Errorf("anonymous GET /metrics: %d %s, want 403", code, body)
 	}
@@ -74,8 +84,9 @@ func TestMetrics(t *testing.T) {
 	if out := l.must(t, "get", "--raw", "/metrics", "--as=someone", "--as-group=system:monitoring"); !strings.Contains(out, "apiserver_request_total") {
 		t.Errorf("system:monitoring's GET /metrics lacks apiserver_request_total")
 	}
+}
 
-	before := metricsOf(t, l)
+func metricsFamilies(t *testing.T, before map[string]*dto.MetricFamily) {
 	for _, name := range []string{
 		"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_response_sizes",
 		"apiserver_current_inflight_requests", "apiserver_storage_objects", "apiserver_resource_objects",
@@ -92,23 +103,33 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("apiserver_current_inflight_requests has no request_kind=%q", kind)
 		}
 	}
+}
 
-	configmaps := map[string]string{"group": "", "version": "v1", "resource": "configmaps", "subresource": "", "component": "apiserver", "dry_run": ""}
-	with := func(base map[string]string, more ...string) map[string]string {
-		out := map[string]string{}
-		for k, v := range base {
-			out[k] = v
-		}
-		for i := 0; i < len(more); i += 2 {
-			out[more[i]] = more[i+1]
-		}
-		return out
+// withLabels is base with the label pairs of more added.
+func withLabels(base map[string]string, more ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
 	}
-	posted := with(configmaps, "verb", "POST", "scope", "resource", "code", "201")
-	applied := with(configmaps, "verb", "APPLY", "scope", "resource", "code", "201")
-	listed := with(configmaps, "verb", "LIST", "scope", "namespace", "code", "200")
-	missing := with(configmaps, "verb", "GET", "scope", "resource", "code", "404")
-	dryRun := with(configmaps, "verb", "POST", "scope", "resource", "code", "201", "dry_run", "All")
+	for i := 0; i < len(more); i += 2 {
+		out[more[i]] = more[i+1]
+	}
+	return out
+}
+
+// configMapRequests is the labels of apiserver_request_total for a request on configmaps, with more.
+func configMapRequests(more ...string) map[string]string {
+	base := map[string]string{"group": "", "version": "v1", "resource": "configmaps", "subresource": "", "component": "apiserver", "dry_run": ""}
+	return withLabels(base, more...)
+}
+
+// metricsRequestCounts makes one request of each kind and checks what each counter gained since before.
+func metricsRequestCounts(t *testing.T, l *lapisProc, before map[string]*dto.MetricFamily) {
+	posted := configMapRequests("verb", "POST", "scope", "resource", "code", "201")
+	applied := configMapRequests("verb", "APPLY", "scope", "resource", "code", "201")
+	listed := configMapRequests("verb", "LIST", "scope", "namespace", "code", "200")
+	missing := configMapRequests("verb", "GET", "scope", "resource", "code", "404")
+	dryRun := configMapRequests("verb", "POST", "scope", "resource", "code", "201", "dry_run", "All")
 	readyz := map[string]string{"verb": "GET", "subresource": "/readyz", "component": "", "resource": "", "code": "200"}
 	etcdCreates := map[string]string{"operation": "create", "group": "", "resource": "configmaps"}
 
@@ -141,7 +162,7 @@ func TestMetrics(t *testing.T) {
 		{"a get of nothing", "apiserver_request_total", missing, 1},
 		{"a dry run", "apiserver_request_total", dryRun, 1},
 		{"an anonymous /readyz", "apiserver_request_total", readyz, 1},
-		{"a create's latency", "apiserver_request_duration_seconds", with(posted), 1},
+		{"a create's latency", "apiserver_request_duration_seconds", withLabels(posted), 1},
 		{"a list's response size", "apiserver_response_sizes", map[string]string{"verb": "LIST", "resource": "configmaps", "scope": "namespace"}, 1},
 		{"two stored creates", "etcd_request_duration_seconds", etcdCreates, 2},
 		{"two stored creates", "etcd_requests_total", etcdCreates, 2},
@@ -154,7 +175,9 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s: %s%v went up by %v, want %v", c.what, c.family, labels, got, c.delta)
 		}
 	}
+}
 
+func metricsStoredObjects(t *testing.T, l *lapisProc) {
 	// Stored objects are counted per resource: every ConfigMap (each namespace has its
 	// kube-root-ca.crt).
 	eventually(t, 5*time.Second, "apiserver_storage_objects counting ConfigMaps", func() (bool, string) {
@@ -164,12 +187,14 @@ func TestMetrics(t *testing.T) {
 		byResource := sample(m, "apiserver_resource_objects", map[string]string{"group": "", "resource": "configmaps"})
 		return got == float64(want) && byResource == got, fmt.Sprintf("%v and %v, want %d", got, byResource, want)
 	})
+}
 
+func metricsWatch(t *testing.T, l *lapisProc) {
 	// A watch is registered while it runs, and counts the events it is sent.
 	watchers := map[string]string{"group": "", "version": "v1", "kind": "ConfigMap"}
 	longRunning := map[string]string{"verb": "WATCH", "group": "", "version": "v1", "resource": "configmaps", "scope": "namespace", "component": "apiserver"}
 	events := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
-	before = metricsOf(t, l)
+	before := metricsOf(t, l)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	watchDone := startWatch(t, ctx, l, "/api/v1/namespaces/metrics/configmaps?watch=true&resourceVersion=0")
@@ -193,7 +218,7 @@ func TestMetrics(t *testing.T) {
 		return w == sample(before, "apiserver_registered_watchers", watchers) && lr == sample(before, "apiserver_longrunning_requests", longRunning),
 			fmt.Sprintf("%v registered watchers, %v long-running watches", w, lr)
 	})
-	watched := with(configmaps, "verb", "WATCH", "scope", "namespace", "code", "200")
+	watched := configMapRequests("verb", "WATCH", "scope", "namespace", "code", "200")
 	if got := sample(metricsOf(t, l), "apiserver_request_total", watched) - sample(before, "apiserver_request_total", watched); got != 1 {
 		t.Errorf("the ended watch: apiserver_request_total%v went up by %v, want 1", watched, got)
 	}

@@ -336,20 +336,37 @@ func TestSeedDeclarativeDeployment(t *testing.T) {
 		l.must(t, "create", "ns", ns)
 	}
 
-	t.Run("create; diff; scale; update; delete", func(t *testing.T) {
-		t.Parallel()
-		// The document works in the default namespace; its annotation shows "namespace":"default".
-		const ns = "default"
-		dir := t.TempDir()
-		simple := writeIn(t, dir, "simple_deployment.yaml", simpleDeployment)
-		update := writeIn(t, dir, "update_deployment.yaml", updateDeployment)
+	// Each step has its own namespace, so the steps run side by side.
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T, *lapisProc)
+	}{
+		{"create; diff; scale; update; delete", seedDeploymentLifecycle},
+		{"merging containers and args", seedDeploymentMergeContainersAndArgs},
+		{"the Recreate strategy and defaulted rollingUpdate", seedDeploymentRecreateStrategy},
+		{"pruning with the default allowlist", seedDeploymentPruneDefaultAllowlist},
+		{"pruning with an ApplySet", seedDeploymentPruneApplySet},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			t.Parallel()
+			step.run(t, l)
+		})
+	}
+}
 
-		// kubectl diff prints the object that will be created (a server-side dry run).
-		code, diff := l.seedDiff(t, simple, ns)
-		if code != 1 {
-			t.Errorf("kubectl diff of a new Deployment: exit code %d, want 1", code)
-		}
-		wantEqual(t, "diff of the new Deployment", diff, `diff LIVE/apps.v1.Deployment.default.nginx-deployment MERGED/apps.v1.Deployment.default.nginx-deployment
+func seedDeploymentLifecycle(t *testing.T, l *lapisProc) {
+	// The document works in the default namespace; its annotation shows "namespace":"default".
+	const ns = "default"
+	dir := t.TempDir()
+	simple := writeIn(t, dir, "simple_deployment.yaml", simpleDeployment)
+	update := writeIn(t, dir, "update_deployment.yaml", updateDeployment)
+
+	// kubectl diff prints the object that will be created (a server-side dry run).
+	code, diff := l.seedDiff(t, simple, ns)
+	if code != 1 {
+		t.Errorf("kubectl diff of a new Deployment: exit code %d, want 1", code)
+	}
+	wantEqual(t, "diff of the new Deployment", diff, `diff LIVE/apps.v1.Deployment.default.nginx-deployment MERGED/apps.v1.Deployment.default.nginx-deployment
 @@ -0,0 +1,42 @@
 +apiVersion: apps/v1
 +kind: Deployment
@@ -360,13 +377,13 @@ func TestSeedDeclarativeDeployment(t *testing.T) {
 +  namespace: default
 +  uid: UID
 `+prefixLines("+", deploymentDefaults))
-		wantEqual(t, "nothing created by diff", l.fails(t, "", "get", "deployment/nginx-deployment"),
-			`Error from server (NotFound): deployments.apps "nginx-deployment" not found`)
+	wantEqual(t, "nothing created by diff", l.fails(t, "", "get", "deployment/nginx-deployment"),
+		`Error from server (NotFound): deployments.apps "nginx-deployment" not found`)
 
-		wantEqual(t, "apply", l.must(t, "apply", "-f", simple), "deployment.apps/nginx-deployment created")
-		const annotation1 = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{},"name":"nginx-deployment","namespace":"default"},"spec":{"minReadySeconds":5,"selector":{"matchLabels":{"app":"nginx"}},"template":{"metadata":{"labels":{"app":"nginx"}},"spec":{"containers":[{"image":"nginx:1.14.2","name":"nginx","ports":[{"containerPort":80}]}]}}}}`
-		// The live configuration: the annotation matches the file, and the server's defaults are set.
-		wantEqual(t, "get -o yaml", masked(l.must(t, "get", "-f", simple, "-o", "yaml")), `apiVersion: apps/v1
+	wantEqual(t, "apply", l.must(t, "apply", "-f", simple), "deployment.apps/nginx-deployment created")
+	const annotation1 = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{},"name":"nginx-deployment","namespace":"default"},"spec":{"minReadySeconds":5,"selector":{"matchLabels":{"app":"nginx"}},"template":{"metadata":{"labels":{"app":"nginx"}},"spec":{"containers":[{"image":"nginx:1.14.2","name":"nginx","ports":[{"containerPort":80}]}]}}}}`
+	// The live configuration: the annotation matches the file, and the server's defaults are set.
+	wantEqual(t, "get -o yaml", masked(l.must(t, "get", "-f", simple, "-o", "yaml")), `apiVersion: apps/v1
 kind: Deployment
 metadata:
   annotations:
@@ -379,22 +396,22 @@ metadata:
   resourceVersion: "RV"
   uid: UID
 `+deploymentDefaults)
-		if code, diff := l.seedDiff(t, simple, ns); code != 0 || diff != "" {
-			t.Errorf("diff after apply: exit code %d, diff %q; want 0 and nothing", code, diff)
-		}
-		wantEqual(t, "get", columns(l.must(t, "get", "deployment", "nginx-deployment")),
-			"NAME READY UP-TO-DATE AVAILABLE AGE\nnginx-deployment 0/1 0 0 AGE")
+	if code, diff := l.seedDiff(t, simple, ns); code != 0 || diff != "" {
+		t.Errorf("diff after apply: exit code %d, diff %q; want 0 and nothing", code, diff)
+	}
+	wantEqual(t, "get", columns(l.must(t, "get", "deployment", "nginx-deployment")),
+		"NAME READY UP-TO-DATE AVAILABLE AGE\nnginx-deployment 0/1 0 0 AGE")
 
-		// kubectl scale writes replicas directly; the annotation does not change.
-		wantEqual(t, "scale", l.must(t, "scale", "deployment/nginx-deployment", "--replicas=2"), "deployment.apps/nginx-deployment scaled")
-		wantEqual(t, "after scale", l.field(t, "deployment/nginx-deployment", ns, "{.spec.replicas} {.metadata.generation}"), "2 2")
-		wantEqual(t, "annotation after scale", l.lastAppliedOf(t, "deployment/nginx-deployment", ns), annotation1+"\n")
+	// kubectl scale writes replicas directly; the annotation does not change.
+	wantEqual(t, "scale", l.must(t, "scale", "deployment/nginx-deployment", "--replicas=2"), "deployment.apps/nginx-deployment scaled")
+	wantEqual(t, "after scale", l.field(t, "deployment/nginx-deployment", ns, "{.spec.replicas} {.metadata.generation}"), "2 2")
+	wantEqual(t, "annotation after scale", l.lastAppliedOf(t, "deployment/nginx-deployment", ns), annotation1+"\n")
 
-		code, diff = l.seedDiff(t, update, ns)
-		if code != 1 {
-			t.Errorf("kubectl diff of the update: exit code %d, want 1", code)
-		}
-		wantEqual(t, "diff of the update", diff, `diff LIVE/apps.v1.Deployment.default.nginx-deployment MERGED/apps.v1.Deployment.default.nginx-deployment
+	code, diff = l.seedDiff(t, update, ns)
+	if code != 1 {
+		t.Errorf("kubectl diff of the update: exit code %d, want 1", code)
+	}
+	wantEqual(t, "diff of the update", diff, `diff LIVE/apps.v1.Deployment.default.nginx-deployment MERGED/apps.v1.Deployment.default.nginx-deployment
 @@ -5,13 +5,12 @@
      kubectl.kubernetes.io/last-applied-configuration: |
        `+annotation1+`
@@ -419,13 +436,13 @@ metadata:
          imagePullPolicy: IfNotPresent
          name: nginx
          ports:`)
-		wantEqual(t, "apply the update", l.must(t, "apply", "-f", update), "deployment.apps/nginx-deployment configured")
-		// replicas keeps the value kubectl scale set; image changes; minReadySeconds is cleared.
-		const annotation2 = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{},"name":"nginx-deployment","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"nginx"}},"template":{"metadata":{"labels":{"app":"nginx"}},"spec":{"containers":[{"image":"nginx:1.16.1","name":"nginx","ports":[{"containerPort":80}]}]}}}}`
-		want := strings.Replace(deploymentDefaults, "  minReadySeconds: 5\n", "", 1)
-		want = strings.Replace(want, "replicas: 1", "replicas: 2", 1)
-		want = strings.Replace(want, "nginx:1.14.2", "nginx:1.16.1", 1)
-		wantEqual(t, "get -o yaml after the update", masked(l.must(t, "get", "-f", update, "-o", "yaml")), `apiVersion: apps/v1
+	wantEqual(t, "apply the update", l.must(t, "apply", "-f", update), "deployment.apps/nginx-deployment configured")
+	// replicas keeps the value kubectl scale set; image changes; minReadySeconds is cleared.
+	const annotation2 = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{},"name":"nginx-deployment","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"nginx"}},"template":{"metadata":{"labels":{"app":"nginx"}},"spec":{"containers":[{"image":"nginx:1.16.1","name":"nginx","ports":[{"containerPort":80}]}]}}}}`
+	want := strings.Replace(deploymentDefaults, "  minReadySeconds: 5\n", "", 1)
+	want = strings.Replace(want, "replicas: 1", "replicas: 2", 1)
+	want = strings.Replace(want, "nginx:1.14.2", "nginx:1.16.1", 1)
+	wantEqual(t, "get -o yaml after the update", masked(l.must(t, "get", "-f", update, "-o", "yaml")), `apiVersion: apps/v1
 kind: Deployment
 metadata:
   annotations:
@@ -438,32 +455,31 @@ metadata:
   resourceVersion: "RV"
   uid: UID
 `+want)
-		l.wantManaged(t, "deployment/nginx-deployment", ns,
-			`kubectl Update /scale apps/v1 {"f:spec":{"f:replicas":{}}}`,
-			`kubectl-client-side-apply Update apps/v1 {"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}},`+
-				`"f:spec":{"f:progressDeadlineSeconds":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},`+
-				`"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},`+
-				`"f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},`+
-				`"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}}`)
+	l.wantManaged(t, "deployment/nginx-deployment", ns,
+		`kubectl Update /scale apps/v1 {"f:spec":{"f:replicas":{}}}`,
+		`kubectl-client-side-apply Update apps/v1 {"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}}},`+
+			`"f:spec":{"f:progressDeadlineSeconds":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},`+
+			`"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},`+
+			`"f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},`+
+			`"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}}`)
 
-		// Clearing a server-defaulted field with null re-defaults it.
-		wantEqual(t, "apply replicas: null", l.mustIn(t, strings.Replace(updateDeployment, "spec:\n", "spec:\n  replicas: null\n", 1), "apply", "-f", "-"),
-			"deployment.apps/nginx-deployment configured")
-		wantEqual(t, "replicas re-defaulted", l.field(t, "deployment/nginx-deployment", ns, "{.spec.replicas}"), "1")
+	// Clearing a server-defaulted field with null re-defaults it.
+	wantEqual(t, "apply replicas: null", l.mustIn(t, strings.Replace(updateDeployment, "spec:\n", "spec:\n  replicas: null\n", 1), "apply", "-f", "-"),
+		"deployment.apps/nginx-deployment configured")
+	wantEqual(t, "replicas re-defaulted", l.field(t, "deployment/nginx-deployment", ns, "{.spec.replicas}"), "1")
 
-		wantEqual(t, "delete -f", l.must(t, "delete", "-f", update), `deployment.apps "nginx-deployment" deleted`)
-		wantEqual(t, "gone", l.fails(t, "", "get", "-f", update), `Error from server (NotFound): deployments.apps "nginx-deployment" not found`)
-	})
+	wantEqual(t, "delete -f", l.must(t, "delete", "-f", update), `deployment.apps "nginx-deployment" deleted`)
+	wantEqual(t, "gone", l.fails(t, "", "get", "-f", update), `Error from server (NotFound): deployments.apps "nginx-deployment" not found`)
+}
 
-	t.Run("merging containers and args", func(t *testing.T) {
-		t.Parallel()
-		const ns = "merge"
-		deployment := func(containers string) string {
-			return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: merge\n  namespace: merge\nspec:\n  selector:\n    matchLabels:\n      app: merge\n" +
-				"  template:\n    metadata:\n      labels:\n        app: merge\n    spec:\n      containers:\n" + containers
-		}
-		// last-applied-configuration: nginx with args [a, b], helpers a and b.
-		wantEqual(t, "create", l.mustIn(t, deployment(`      - name: nginx
+func seedDeploymentMergeContainersAndArgs(t *testing.T, l *lapisProc) {
+	const ns = "merge"
+	deployment := func(containers string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: merge\n  namespace: merge\nspec:\n  selector:\n    matchLabels:\n      app: merge\n" +
+			"  template:\n    metadata:\n      labels:\n        app: merge\n    spec:\n      containers:\n" + containers
+	}
+	// last-applied-configuration: nginx with args [a, b], helpers a and b.
+	wantEqual(t, "create", l.mustIn(t, deployment(`      - name: nginx
         image: nginx:1.16
         args: ["a", "b"]
       - name: nginx-helper-a
@@ -471,14 +487,14 @@ metadata:
       - name: nginx-helper-b
         image: helper:1.3
 `), "apply", "-f", "-"), "deployment.apps/merge created")
-		// The live configuration gains args d, args [run] on helper b, and helper d.
-		l.must(t, "patch", "deployment/merge", "-n", ns, "-p",
-			`{"spec":{"template":{"spec":{"containers":[{"name":"nginx","args":["a","b","d"]},{"name":"nginx-helper-b","args":["run"]},{"name":"nginx-helper-d","image":"helper:1.3"}]}}}}`)
-		containers := `{range .spec.template.spec.containers[*]}{.name} {.image} {.args}{"\n"}{end}`
-		wantEqual(t, "live containers", l.field(t, "deployment/merge", ns, containers),
-			"nginx nginx:1.16 [\"a\",\"b\",\"d\"]\nnginx-helper-a helper:1.3 \nnginx-helper-b helper:1.3 [\"run\"]\nnginx-helper-d helper:1.3")
-		// The file: args [a, c]; helper a dropped, helper c added.
-		wantEqual(t, "apply", l.mustIn(t, deployment(`      - name: nginx
+	// The live configuration gains args d, args [run] on helper b, and helper d.
+	l.must(t, "patch", "deployment/merge", "-n", ns, "-p",
+		`{"spec":{"template":{"spec":{"containers":[{"name":"nginx","args":["a","b","d"]},{"name":"nginx-helper-b","args":["run"]},{"name":"nginx-helper-d","image":"helper:1.3"}]}}}}`)
+	containers := `{range .spec.template.spec.containers[*]}{.name} {.image} {.args}{"\n"}{end}`
+	wantEqual(t, "live containers", l.field(t, "deployment/merge", ns, containers),
+		"nginx nginx:1.16 [\"a\",\"b\",\"d\"]\nnginx-helper-a helper:1.3 \nnginx-helper-b helper:1.3 [\"run\"]\nnginx-helper-d helper:1.3")
+	// The file: args [a, c]; helper a dropped, helper c added.
+	wantEqual(t, "apply", l.mustIn(t, deployment(`      - name: nginx
         image: nginx:1.16
         args: ["a", "c"]
       - name: nginx-helper-b
@@ -486,101 +502,97 @@ metadata:
       - name: nginx-helper-c
         image: helper:1.3
 `), "apply", "-f", "-"), "deployment.apps/merge configured")
-		// args is replaced; helper a is deleted, b keeps its args, c is added and d kept (kube
-		// puts c after d: the document says the order is not preserved).
-		wantEqual(t, "merged containers", l.field(t, "deployment/merge", ns, containers),
-			"nginx nginx:1.16 [\"a\",\"c\"]\nnginx-helper-b helper:1.3 [\"run\"]\nnginx-helper-d helper:1.3 \nnginx-helper-c helper:1.3")
-	})
+	// args is replaced; helper a is deleted, b keeps its args, c is added and d kept (kube
+	// puts c after d: the document says the order is not preserved).
+	wantEqual(t, "merged containers", l.field(t, "deployment/merge", ns, containers),
+		"nginx nginx:1.16 [\"a\",\"c\"]\nnginx-helper-b helper:1.3 [\"run\"]\nnginx-helper-d helper:1.3 \nnginx-helper-c helper:1.3")
+}
 
-	t.Run("the Recreate strategy and defaulted rollingUpdate", func(t *testing.T) {
-		t.Parallel()
-		const ns = "recreate"
-		dir := t.TempDir()
-		withoutStrategy := writeIn(t, dir, "deployment.yaml", strings.Replace(simpleDeployment, "  minReadySeconds: 5\n", "", 1))
-		recreate := writeIn(t, dir, "recreate.yaml", strings.Replace(simpleDeployment, "  minReadySeconds: 5\n", "  strategy:\n    type: Recreate # updated value\n", 1))
-		l.must(t, "apply", "-n", ns, "-f", withoutStrategy)
-		wantEqual(t, "defaulted strategy", l.field(t, "deployment/nginx-deployment", ns, "{.spec.strategy}"),
-			`{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"}`)
+func seedDeploymentRecreateStrategy(t *testing.T, l *lapisProc) {
+	const ns = "recreate"
+	dir := t.TempDir()
+	withoutStrategy := writeIn(t, dir, "deployment.yaml", strings.Replace(simpleDeployment, "  minReadySeconds: 5\n", "", 1))
+	recreate := writeIn(t, dir, "recreate.yaml", strings.Replace(simpleDeployment, "  minReadySeconds: 5\n", "  strategy:\n    type: Recreate # updated value\n", 1))
+	l.must(t, "apply", "-n", ns, "-f", withoutStrategy)
+	wantEqual(t, "defaulted strategy", l.field(t, "deployment/nginx-deployment", ns, "{.spec.strategy}"),
+		`{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"}`)
 
-		// The document's error: type Recreate with the defaulted rollingUpdate still there.
-		const invalid = "The Deployment \"nginx-deployment\" is invalid: spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
-		wantEqual(t, "merge patch", l.fails(t, "", "patch", "deployment/nginx-deployment", "-n", ns, "--type=merge", "-p", `{"spec":{"strategy":{"type":"Recreate"}}}`), invalid)
-		wantEqual(t, "strategic merge patch", l.fails(t, "", "patch", "deployment/nginx-deployment", "-n", ns, "-p", `{"spec":{"strategy":{"type":"Recreate"}}}`), invalid)
-		wantEqual(t, "server-side apply", l.fails(t, "", "apply", "--server-side", "--force-conflicts", "-n", ns, "-f", recreate), invalid)
-		a := l.send(t, "PATCH", "/apis/apps/v1/namespaces/recreate/deployments/nginx-deployment", `{"spec":{"strategy":{"type":"Recreate"}}}`,
-			"Content-Type: application/merge-patch+json")
-		wantJSON(t, "the error as a Status", a.code, a.body, 422, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
-			"\"message\":\"Deployment.apps \\\"nginx-deployment\\\" is invalid: spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'\","+
-			`"reason":"Invalid","details":{"name":"nginx-deployment","group":"apps","kind":"Deployment","causes":[{"reason":"FieldValueForbidden",`+
-			"\"message\":\"Forbidden: may not be specified when strategy `type` is 'Recreate'\",\"field\":\"spec.strategy.rollingUpdate\"}]},\"code\":422}")
-		wantEqual(t, "strategy unchanged", l.field(t, "deployment/nginx-deployment", ns, "{.spec.strategy.type}"), "RollingUpdate")
+	// The document's error: type Recreate with the defaulted rollingUpdate still there.
+	const invalid = "The Deployment \"nginx-deployment\" is invalid: spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
+	wantEqual(t, "merge patch", l.fails(t, "", "patch", "deployment/nginx-deployment", "-n", ns, "--type=merge", "-p", `{"spec":{"strategy":{"type":"Recreate"}}}`), invalid)
+	wantEqual(t, "strategic merge patch", l.fails(t, "", "patch", "deployment/nginx-deployment", "-n", ns, "-p", `{"spec":{"strategy":{"type":"Recreate"}}}`), invalid)
+	wantEqual(t, "server-side apply", l.fails(t, "", "apply", "--server-side", "--force-conflicts", "-n", ns, "-f", recreate), invalid)
+	a := l.send(t, "PATCH", "/apis/apps/v1/namespaces/recreate/deployments/nginx-deployment", `{"spec":{"strategy":{"type":"Recreate"}}}`,
+		"Content-Type: application/merge-patch+json")
+	wantJSON(t, "the error as a Status", a.code, a.body, 422, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
+		"\"message\":\"Deployment.apps \\\"nginx-deployment\\\" is invalid: spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'\","+
+		`"reason":"Invalid","details":{"name":"nginx-deployment","group":"apps","kind":"Deployment","causes":[{"reason":"FieldValueForbidden",`+
+		"\"message\":\"Forbidden: may not be specified when strategy `type` is 'Recreate'\",\"field\":\"spec.strategy.rollingUpdate\"}]},\"code\":422}")
+	wantEqual(t, "strategy unchanged", l.field(t, "deployment/nginx-deployment", ns, "{.spec.strategy.type}"), "RollingUpdate")
 
-		// kubectl apply itself no longer fails as the document shows: strategy has the patch
-		// strategy retainKeys, so kubectl's patch clears rollingUpdate along with the type change.
-		wantEqual(t, "client-side apply", l.must(t, "apply", "-n", ns, "-f", recreate), "deployment.apps/nginx-deployment configured")
-		wantEqual(t, "strategy after apply", l.field(t, "deployment/nginx-deployment", ns, "{.spec.strategy}"), `{"type":"Recreate"}`)
-	})
+	// kubectl apply itself no longer fails as the document shows: strategy has the patch
+	// strategy retainKeys, so kubectl's patch clears rollingUpdate along with the type change.
+	wantEqual(t, "client-side apply", l.must(t, "apply", "-n", ns, "-f", recreate), "deployment.apps/nginx-deployment configured")
+	wantEqual(t, "strategy after apply", l.field(t, "deployment/nginx-deployment", ns, "{.spec.strategy}"), `{"type":"Recreate"}`)
+}
 
-	t.Run("pruning with the default allowlist", func(t *testing.T) {
-		t.Parallel()
-		const ns = "prune"
-		dir := t.TempDir()
-		writeIn(t, dir, "deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nginx-deployment\n  labels:\n    app: nginx\n"+
-			"spec:\n  selector:\n    matchLabels:\n      app: nginx\n  template:\n    metadata:\n      labels:\n        app: nginx\n    spec:\n      containers:\n      - name: nginx\n        image: nginx:1.14.2\n")
-		writeIn(t, dir, "service.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: nginx\n  labels:\n    app: nginx\nspec:\n  selector:\n    app: nginx\n  ports:\n  - port: 80\n")
-		writeIn(t, dir, "configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nginx-config\n  labels:\n    app: nginx\ndata:\n  color: blue\n")
-		wantEqual(t, "apply", l.must(t, "apply", "-n", ns, "-f", dir, "--prune", "-l", "app=nginx"),
-			"configmap/nginx-config created\ndeployment.apps/nginx-deployment created\nservice/nginx created")
-		// Objects with the label that apply did not create are not pruned.
-		l.must(t, "create", "deployment", "other", "-n", ns, "--image=nginx")
-		l.must(t, "label", "deployment/other", "-n", ns, "app=nginx", "--overwrite")
-		for _, f := range []string{"deployment.yaml", "service.yaml"} {
-			if err := os.Remove(filepath.Join(dir, f)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// Without --prune-allowlist kubectl lists every type of its default list, v1 Endpoints
-		// (deprecated in 1.33, so kube warns) and cluster-scoped types included.
-		out, errOut, err := l.kubectl("apply", "-n", ns, "-f", dir, "--prune", "-l", "app=nginx")
-		if err != nil {
-			t.Fatalf("apply --prune: %v\n%s%s", err, out, errOut)
-		}
-		wantEqual(t, "prune", out, "configmap/nginx-config unchanged\nservice/nginx pruned\ndeployment.apps/nginx-deployment pruned")
-		wantContains(t, "prune warnings", errOut, "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\n")
-		wantEqual(t, "left", l.must(t, "get", "deployments,services,configmaps", "-n", ns, "-l", "app=nginx", "-o", "name"),
-			"deployment.apps/other\nconfigmap/nginx-config")
-	})
-
-	t.Run("pruning with an ApplySet", func(t *testing.T) {
-		t.Parallel()
-		const ns = "applyset"
-		dir := t.TempDir()
-		writeIn(t, dir, "deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nginx-deployment\n"+
-			"spec:\n  selector:\n    matchLabels:\n      app: nginx\n  template:\n    metadata:\n      labels:\n        app: nginx\n    spec:\n      containers:\n      - name: nginx\n        image: nginx:1.14.2\n")
-		writeIn(t, dir, "service.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: nginx\nspec:\n  selector:\n    app: nginx\n  ports:\n  - port: 80\n")
-		env := append(l.env(), "KUBECTL_APPLYSET=true")
-		applySet := func() string {
-			t.Helper()
-			out, errOut, err := runCmd(env, "", kubectlBin, "apply", "-n", ns, "-f", dir, "--prune", "--applyset=nginx")
-			if err != nil {
-				t.Fatalf("apply --applyset: %v\n%s%s", err, out, errOut)
-			}
-			return out
-		}
-		wantEqual(t, "apply", applySet(), "deployment.apps/nginx-deployment created\nservice/nginx created")
-		sum := sha256.Sum256([]byte("nginx.applyset.Secret.")) // the parent's name, namespace, kind and group
-		id := "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
-		wantEqual(t, "parent", l.field(t, "secret/nginx", ns, `{.metadata.labels} {.metadata.annotations.applyset\.kubernetes\.io/contains-group-kinds}`),
-			`{"applyset.kubernetes.io/id":"`+id+`"} Deployment.apps,Service`)
-		wantEqual(t, "members", l.field(t, "deployment/nginx-deployment", ns, "{.metadata.labels}")+" "+l.field(t, "service/nginx", ns, "{.metadata.labels}"),
-			`{"applyset.kubernetes.io/part-of":"`+id+`"} {"applyset.kubernetes.io/part-of":"`+id+`"}`)
-		if err := os.Remove(filepath.Join(dir, "service.yaml")); err != nil {
+func seedDeploymentPruneDefaultAllowlist(t *testing.T, l *lapisProc) {
+	const ns = "prune"
+	dir := t.TempDir()
+	writeIn(t, dir, "deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nginx-deployment\n  labels:\n    app: nginx\n"+
+		"spec:\n  selector:\n    matchLabels:\n      app: nginx\n  template:\n    metadata:\n      labels:\n        app: nginx\n    spec:\n      containers:\n      - name: nginx\n        image: nginx:1.14.2\n")
+	writeIn(t, dir, "service.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: nginx\n  labels:\n    app: nginx\nspec:\n  selector:\n    app: nginx\n  ports:\n  - port: 80\n")
+	writeIn(t, dir, "configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nginx-config\n  labels:\n    app: nginx\ndata:\n  color: blue\n")
+	wantEqual(t, "apply", l.must(t, "apply", "-n", ns, "-f", dir, "--prune", "-l", "app=nginx"),
+		"configmap/nginx-config created\ndeployment.apps/nginx-deployment created\nservice/nginx created")
+	// Objects with the label that apply did not create are not pruned.
+	l.must(t, "create", "deployment", "other", "-n", ns, "--image=nginx")
+	l.must(t, "label", "deployment/other", "-n", ns, "app=nginx", "--overwrite")
+	for _, f := range []string{"deployment.yaml", "service.yaml"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}
-		wantEqual(t, "prune", applySet(), "deployment.apps/nginx-deployment unchanged\nservice/nginx pruned")
-		wantEqual(t, "parent after prune", l.field(t, "secret/nginx", ns, `{.metadata.annotations.applyset\.kubernetes\.io/contains-group-kinds}`), "Deployment.apps")
-		wantEqual(t, "left", l.must(t, "get", "deployments,services", "-n", ns, "-o", "name"), "deployment.apps/nginx-deployment")
-	})
+	}
+	// Without --prune-allowlist kubectl lists every type of its default list, v1 Endpoints
+	// (deprecated in 1.33, so kube warns) and cluster-scoped types included.
+	out, errOut, err := l.kubectl("apply", "-n", ns, "-f", dir, "--prune", "-l", "app=nginx")
+	if err != nil {
+		t.Fatalf("apply --prune: %v\n%s%s", err, out, errOut)
+	}
+	wantEqual(t, "prune", out, "configmap/nginx-config unchanged\nservice/nginx pruned\ndeployment.apps/nginx-deployment pruned")
+	wantContains(t, "prune warnings", errOut, "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\n")
+	wantEqual(t, "left", l.must(t, "get", "deployments,services,configmaps", "-n", ns, "-l", "app=nginx", "-o", "name"),
+		"deployment.apps/other\nconfigmap/nginx-config")
+}
+
+func seedDeploymentPruneApplySet(t *testing.T, l *lapisProc) {
+	const ns = "applyset"
+	dir := t.TempDir()
+	writeIn(t, dir, "deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nginx-deployment\n"+
+		"spec:\n  selector:\n    matchLabels:\n      app: nginx\n  template:\n    metadata:\n      labels:\n        app: nginx\n    spec:\n      containers:\n      - name: nginx\n        image: nginx:1.14.2\n")
+	writeIn(t, dir, "service.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: nginx\nspec:\n  selector:\n    app: nginx\n  ports:\n  - port: 80\n")
+	env := append(l.env(), "KUBECTL_APPLYSET=true")
+	applySet := func() string {
+		t.Helper()
+		out, errOut, err := runCmd(env, "", kubectlBin, "apply", "-n", ns, "-f", dir, "--prune", "--applyset=nginx")
+		if err != nil {
+			t.Fatalf("apply --applyset: %v\n%s%s", err, out, errOut)
+		}
+		return out
+	}
+	wantEqual(t, "apply", applySet(), "deployment.apps/nginx-deployment created\nservice/nginx created")
+	sum := sha256.Sum256([]byte("nginx.applyset.Secret.")) // the parent's name, namespace, kind and group
+	id := "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
+	wantEqual(t, "parent", l.field(t, "secret/nginx", ns, `{.metadata.labels} {.metadata.annotations.applyset\.kubernetes\.io/contains-group-kinds}`),
+		`{"applyset.kubernetes.io/id":"`+id+`"} Deployment.apps,Service`)
+	wantEqual(t, "members", l.field(t, "deployment/nginx-deployment", ns, "{.metadata.labels}")+" "+l.field(t, "service/nginx", ns, "{.metadata.labels}"),
+		`{"applyset.kubernetes.io/part-of":"`+id+`"} {"applyset.kubernetes.io/part-of":"`+id+`"}`)
+	if err := os.Remove(filepath.Join(dir, "service.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	wantEqual(t, "prune", applySet(), "deployment.apps/nginx-deployment unchanged\nservice/nginx pruned")
+	wantEqual(t, "parent after prune", l.field(t, "secret/nginx", ns, `{.metadata.annotations.applyset\.kubernetes\.io/contains-group-kinds}`), "Deployment.apps")
+	wantEqual(t, "left", l.must(t, "get", "deployments,services", "-n", ns, "-o", "name"), "deployment.apps/nginx-deployment")
 }
 
 // inNamespace puts metadata.namespace into a manifest.
@@ -938,316 +950,329 @@ func eventLine(t testing.TB, e watchEvent) string {
 func TestSeedAPIConceptsPods(t *testing.T) {
 	t.Parallel()
 	l := seedServer(t)
-	for _, ns := range []string{"test", "watch", "kwatch", "chunks", "tables", "proto", "dryrun", "finalizers"} {
+	namespaces := []string{"test", "watch", "kwatch", "chunks", "tables", "proto", "dryrun", "finalizers"}
+	for _, ns := range namespaces {
 		l.must(t, "create", "ns", ns)
 	}
 	// Pods need the namespace's default ServiceAccount, which a controller makes.
-	for _, ns := range []string{"test", "watch", "kwatch", "chunks", "tables", "proto", "dryrun", "finalizers"} {
+	for _, ns := range namespaces {
 		eventually(t, 10*time.Second, "the default ServiceAccount of "+ns, func() (bool, string) {
 			out, errOut, err := l.kubectl("get", "serviceaccount", "default", "-n", ns, "-o", "name")
 			return err == nil, out + errOut
 		})
 	}
 
-	t.Run("a Pod as kube stores it", func(t *testing.T) {
-		t.Parallel()
-		const ns = "test"
-		wantEqual(t, "create", l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-"), "pod/web-1 created")
-		wantEqual(t, "get -o yaml", masked(l.must(t, "get", "pod", "web-1", "-n", ns, "-o", "yaml")), podDefaults)
-		// Only the fields of the request (and their defaults) are the creator's; what admission adds is no one's.
-		l.wantManaged(t, "pod/web-1", ns, `kubectl-create Update v1 {"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)
-		wantEqual(t, "get", columns(l.must(t, "get", "pods", "-n", ns)), "NAME READY STATUS RESTARTS AGE\nweb-1 0/1 Pending 0 AGE")
-		wantEqual(t, "get -o wide", columns(l.must(t, "get", "pods", "-n", ns, "-o", "wide")),
-			"NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE READINESS GATES\nweb-1 0/1 Pending 0 AGE <none> <none> <none> <none>")
-	})
+	// Each step has its own namespace, so the steps run side by side.
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T, *lapisProc)
+	}{
+		{"a Pod as kube stores it", seedPodAsStored},
+		{"watch from a list's resourceVersion", seedPodWatchFromListRV},
+		{"kubectl get pods --watch", seedPodKubectlWatch},
+		{"chunked lists", seedPodChunkedLists},
+		{"tables", seedPodTables},
+		{"protobuf", seedPodProtobuf},
+		{"dry run", seedPodDryRun},
+		{"finalizers", seedPodFinalizers},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			t.Parallel()
+			step.run(t, l)
+		})
+	}
+}
 
-	t.Run("watch from a list's resourceVersion", func(t *testing.T) {
-		t.Parallel()
-		const ns = "watch"
-		l.mustIn(t, seedPod("web-0"), "create", "-n", ns, "-f", "-")
-		list := l.listPods(t, "/api/v1/namespaces/watch/pods")
-		if list.Kind != "PodList" || list.names() != "web-0" || list.Metadata.ResourceVersion == "" {
-			t.Fatalf("list: %+v", list)
+func seedPodAsStored(t *testing.T, l *lapisProc) {
+	const ns = "test"
+	wantEqual(t, "create", l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-"), "pod/web-1 created")
+	wantEqual(t, "get -o yaml", masked(l.must(t, "get", "pod", "web-1", "-n", ns, "-o", "yaml")), podDefaults)
+	// Only the fields of the request (and their defaults) are the creator's; what admission adds is no one's.
+	l.wantManaged(t, "pod/web-1", ns, `kubectl-create Update v1 {"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)
+	wantEqual(t, "get", columns(l.must(t, "get", "pods", "-n", ns)), "NAME READY STATUS RESTARTS AGE\nweb-1 0/1 Pending 0 AGE")
+	wantEqual(t, "get -o wide", columns(l.must(t, "get", "pods", "-n", ns, "-o", "wide")),
+		"NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE READINESS GATES\nweb-1 0/1 Pending 0 AGE <none> <none> <none> <none>")
+}
+
+func seedPodWatchFromListRV(t *testing.T, l *lapisProc) {
+	const ns = "watch"
+	l.mustIn(t, seedPod("web-0"), "create", "-n", ns, "-f", "-")
+	list := l.listPods(t, "/api/v1/namespaces/watch/pods")
+	if list.Kind != "PodList" || list.names() != "web-0" || list.Metadata.ResourceVersion == "" {
+		t.Fatalf("list: %+v", list)
+	}
+	rv := list.Metadata.ResourceVersion
+	// Start at exact: only changes after the list's resourceVersion, no synthetic ADDED for web-0.
+	header, events := l.watch(t, "/api/v1/namespaces/watch/pods?watch=1&resourceVersion="+rv)
+	wantEqual(t, "watch Content-Type", header.Get("Content-Type"), "application/json")
+	noEvent(t, events, 300*time.Millisecond)
+	l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
+	l.must(t, "label", "pod/web-1", "-n", ns, "tier=front")
+	// A Pod no node runs is deleted at once: kube first marks it (grace period 0), then removes it.
+	wantEqual(t, "delete", l.must(t, "delete", "pod/web-1", "-n", ns, "--wait=false"), `pod "web-1" deleted`)
+	got := nextEvents(t, events, 4)
+	var lines, rvs []string
+	for _, e := range got {
+		lines = append(lines, eventLine(t, e))
+		rvs = append(rvs, e.meta(t).ResourceVersion)
+	}
+	wantEqual(t, "events", strings.Join(lines, "\n"), "ADDED web-1\nMODIFIED web-1 relabeled\nMODIFIED web-1 deleting(grace 0) relabeled\nDELETED web-1 deleting(grace 0) relabeled")
+	for i, v := range rvs {
+		if v == "" || v == rv || (i > 0 && v == rvs[i-1]) {
+			t.Errorf("event resourceVersions %q after the list's %s", rvs, rv)
+			break
 		}
-		rv := list.Metadata.ResourceVersion
-		// Start at exact: only changes after the list's resourceVersion, no synthetic ADDED for web-0.
-		header, events := l.watch(t, "/api/v1/namespaces/watch/pods?watch=1&resourceVersion="+rv)
-		wantEqual(t, "watch Content-Type", header.Get("Content-Type"), "application/json")
-		noEvent(t, events, 300*time.Millisecond)
-		l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
-		l.must(t, "label", "pod/web-1", "-n", ns, "tier=front")
-		// A Pod no node runs is deleted at once: kube first marks it (grace period 0), then removes it.
-		wantEqual(t, "delete", l.must(t, "delete", "pod/web-1", "-n", ns, "--wait=false"), `pod "web-1" deleted`)
-		got := nextEvents(t, events, 4)
-		var lines, rvs []string
-		for _, e := range got {
-			lines = append(lines, eventLine(t, e))
-			rvs = append(rvs, e.meta(t).ResourceVersion)
+	}
+	// The same resourceVersion again replays the same events.
+	_, again := l.watch(t, "/api/v1/namespaces/watch/pods?watch=1&resourceVersion="+rv)
+	var replayed []string
+	for _, e := range nextEvents(t, again, 4) {
+		replayed = append(replayed, e.meta(t).ResourceVersion)
+	}
+	wantEqual(t, "replayed resourceVersions", strings.Join(replayed, " "), strings.Join(rvs, " "))
+	// Without a resourceVersion: synthetic ADDED events for what exists, then changes.
+	_, fresh := l.watch(t, "/api/v1/namespaces/watch/pods?watch=1")
+	wantEqual(t, "initial events", eventLine(t, nextEvents(t, fresh, 1)[0]), "ADDED web-0")
+	noEvent(t, fresh, 300*time.Millisecond)
+}
+
+func seedPodKubectlWatch(t *testing.T, l *lapisProc) {
+	const ns = "kwatch"
+	l.mustIn(t, seedPod("web-0"), "create", "-n", ns, "-f", "-")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlBin, "get", "pods", "-n", ns, "--watch")
+	cmd.Env = l.env()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			lines <- s.Text()
 		}
-		wantEqual(t, "events", strings.Join(lines, "\n"), "ADDED web-1\nMODIFIED web-1 relabeled\nMODIFIED web-1 deleting(grace 0) relabeled\nDELETED web-1 deleting(grace 0) relabeled")
-		for i, v := range rvs {
-			if v == "" || v == rv || (i > 0 && v == rvs[i-1]) {
-				t.Errorf("event resourceVersions %q after the list's %s", rvs, rv)
-				break
+	}()
+	read := func(n int) []string {
+		t.Helper()
+		var got []string
+		timeout := time.After(10 * time.Second)
+		for len(got) < n {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("kubectl get --watch ended after %q", got)
+				}
+				got = append(got, columns(line))
+			case <-timeout:
+				t.Fatalf("kubectl get --watch printed %q, want %d lines", got, n)
 			}
 		}
-		// The same resourceVersion again replays the same events.
-		_, again := l.watch(t, "/api/v1/namespaces/watch/pods?watch=1&resourceVersion="+rv)
-		var replayed []string
-		for _, e := range nextEvents(t, again, 4) {
-			replayed = append(replayed, e.meta(t).ResourceVersion)
-		}
-		wantEqual(t, "replayed resourceVersions", strings.Join(replayed, " "), strings.Join(rvs, " "))
-		// Without a resourceVersion: synthetic ADDED events for what exists, then changes.
-		_, fresh := l.watch(t, "/api/v1/namespaces/watch/pods?watch=1")
-		wantEqual(t, "initial events", eventLine(t, nextEvents(t, fresh, 1)[0]), "ADDED web-0")
-		noEvent(t, fresh, 300*time.Millisecond)
-	})
+		return got
+	}
+	wantEqual(t, "the list", strings.Join(read(2), "\n"), "NAME READY STATUS RESTARTS AGE\nweb-0 0/1 Pending 0 AGE")
+	l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
+	wantEqual(t, "created", strings.Join(read(1), "\n"), "web-1 0/1 Pending 0 AGE")
+	l.must(t, "delete", "pod/web-1", "-n", ns, "--wait=false")
+	wantEqual(t, "deleted", strings.Join(read(2), "\n"), "web-1 0/1 Terminating 0 AGE\nweb-1 0/1 Terminating 0 AGE")
+}
 
-	t.Run("kubectl get pods --watch", func(t *testing.T) {
-		t.Parallel()
-		const ns = "kwatch"
-		l.mustIn(t, seedPod("web-0"), "create", "-n", ns, "-f", "-")
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kubectlBin, "get", "pods", "-n", ns, "--watch")
-		cmd.Env = l.env()
-		stdout, err := cmd.StdoutPipe()
+func seedPodChunkedLists(t *testing.T, l *lapisProc) {
+	const ns = "chunks"
+	l.mustIn(t, seedPods("p1", "p2", "p3", "p4", "p5"), "create", "-n", ns, "-f", "-")
+	first := l.listPods(t, "/api/v1/namespaces/chunks/pods?limit=2")
+	// A Pod created after the first chunk is not in the following ones: they are one snapshot.
+	l.mustIn(t, seedPod("p6"), "create", "-n", ns, "-f", "-")
+	second := l.listPods(t, "/api/v1/namespaces/chunks/pods?limit=2&continue="+url.QueryEscape(first.Metadata.Continue))
+	third := l.listPods(t, "/api/v1/namespaces/chunks/pods?limit=2&continue="+url.QueryEscape(second.Metadata.Continue))
+	chunk := func(p podList) string {
+		remaining := "-"
+		if p.Metadata.RemainingItemCount != nil {
+			remaining = strconv.FormatInt(*p.Metadata.RemainingItemCount, 10)
+		}
+		return fmt.Sprintf("%s | remaining %s | continue %t | same rv %t", p.names(), remaining, p.Metadata.Continue != "", p.Metadata.ResourceVersion == first.Metadata.ResourceVersion)
+	}
+	wantEqual(t, "chunks", chunk(first)+"\n"+chunk(second)+"\n"+chunk(third),
+		"p1 p2 | remaining 3 | continue true | same rv true\np3 p4 | remaining 1 | continue true | same rv true\np5 | remaining - | continue false | same rv true")
+	wantEqual(t, "a new list", l.listPods(t, "/api/v1/namespaces/chunks/pods").names(), "p1 p2 p3 p4 p5 p6")
+	a := l.send(t, "GET", "/api/v1/namespaces/chunks/pods?limit=2&resourceVersion="+first.Metadata.ResourceVersion+"&continue="+url.QueryEscape(first.Metadata.Continue), "")
+	wantJSON(t, "continue with a resourceVersion", a.code, a.body, 400,
+		`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"specifying resource version is not allowed when using continue","reason":"BadRequest","code":400}`)
+	wantEqual(t, "kubectl --chunk-size", l.must(t, "get", "pods", "-n", ns, "--chunk-size=2", "-o", "name"),
+		"pod/p1\npod/p2\npod/p3\npod/p4\npod/p5\npod/p6")
+}
+
+func seedPodTables(t *testing.T, l *lapisProc) {
+	const ns = "tables"
+	l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
+	type table struct {
+		Kind              string            `json:"kind"`
+		APIVersion        string            `json:"apiVersion"`
+		Metadata          map[string]string `json:"metadata"`
+		ColumnDefinitions json.RawMessage   `json:"columnDefinitions"`
+		Rows              []struct {
+			Cells  []any `json:"cells"`
+			Object *struct {
+				Kind       string `json:"kind"`
+				APIVersion string `json:"apiVersion"`
+				Metadata   meta   `json:"metadata"`
+			} `json:"object"`
+		} `json:"rows"`
+	}
+	get := func(path, accept string) table {
+		t.Helper()
+		a := l.sendOK(t, 200, "GET", path, "", "Accept: "+accept)
+		wantEqual(t, "Content-Type of "+accept, a.header.Get("Content-Type"), "application/json")
+		var tab table
+		if err := json.Unmarshal([]byte(a.body), &tab); err != nil {
+			t.Fatal(err)
+		}
+		return tab
+	}
+	describe := func(tab table) string {
+		var rows []string
+		for _, r := range tab.Rows {
+			var cells []string
+			for _, c := range r.Cells {
+				cell := fmt.Sprint(c)
+				if ageCell.MatchString(cell) {
+					cell = "AGE"
+				}
+				cells = append(cells, cell)
+			}
+			row := strings.Join(cells, "|")
+			if r.Object != nil {
+				row += " " + r.Object.Kind + " " + r.Object.APIVersion + " " + r.Object.Metadata.Name
+			}
+			rows = append(rows, row)
+		}
+		_, hasRV := tab.Metadata["resourceVersion"]
+		return fmt.Sprintf("%s %s rv:%t\n%s", tab.Kind, tab.APIVersion, hasRV, strings.Join(rows, "\n"))
+	}
+	for _, c := range []struct{ path, accept, want string }{
+		{"/api/v1/namespaces/tables/pods", "application/json;as=Table;v=v1;g=meta.k8s.io",
+			`Table meta.k8s.io/v1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1 web-1`},
+		// The document's v1beta1 Table is still served, and is the answer of its fallback list.
+		{"/api/v1/namespaces/tables/pods", "application/json;as=Table;g=meta.k8s.io;v=v1beta1",
+			`Table meta.k8s.io/v1beta1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1beta1 web-1`},
+		{"/api/v1/namespaces/tables/pods", "application/json;as=Table;g=meta.k8s.io;v=v1beta1, application/json",
+			`Table meta.k8s.io/v1beta1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1beta1 web-1`},
+		{"/api/v1/namespaces/tables/pods?includeObject=None", "application/json;as=Table;v=v1;g=meta.k8s.io",
+			`Table meta.k8s.io/v1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none>`},
+		{"/api/v1/namespaces/tables/pods/web-1", "application/json;as=Table;v=v1;g=meta.k8s.io",
+			`Table meta.k8s.io/v1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1 web-1`},
+	} {
+		tab := get(c.path, c.accept)
+		wantEqual(t, c.path+" as "+c.accept, describe(tab), c.want)
+		wantEqual(t, "columns of "+c.path+" as "+c.accept, compact(t, string(tab.ColumnDefinitions)), compact(t, podColumns))
+	}
+}
+
+func seedPodProtobuf(t *testing.T, l *lapisProc) {
+	const ns = "proto"
+	l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
+	for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf, application/json"} {
+		a := l.sendOK(t, 200, "GET", "/api/v1/namespaces/proto/pods", "", "Accept: "+accept)
+		wantEqual(t, "Content-Type for "+accept, a.header.Get("Content-Type"), "application/vnd.kubernetes.protobuf")
+		if !strings.HasPrefix(a.body, "k8s\x00") {
+			t.Errorf("protobuf answer does not start with the magic number: %q", a.body[:min(len(a.body), 16)])
+			continue
+		}
+		obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(a.body), nil, nil)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("decoding the protobuf PodList: %v", err)
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		list, ok := obj.(*corev1.PodList)
+		if !ok || gvk.String() != "/v1, Kind=PodList" || len(list.Items) != 1 || list.Items[0].Name != "web-1" ||
+			list.Items[0].Spec.ServiceAccountName != "default" || list.ResourceVersion == "" {
+			t.Errorf("protobuf list: %s %+v", gvk, obj)
 		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		lines := make(chan string, 100)
-		go func() {
-			defer close(lines)
-			s := bufio.NewScanner(stdout)
-			for s.Scan() {
-				lines <- s.Text()
-			}
-		}()
-		read := func(n int) []string {
-			t.Helper()
-			var got []string
-			timeout := time.After(10 * time.Second)
-			for len(got) < n {
-				select {
-				case line, ok := <-lines:
-					if !ok {
-						t.Fatalf("kubectl get --watch ended after %q", got)
-					}
-					got = append(got, columns(line))
-				case <-timeout:
-					t.Fatalf("kubectl get --watch printed %q, want %d lines", got, n)
-				}
-			}
-			return got
-		}
-		wantEqual(t, "the list", strings.Join(read(2), "\n"), "NAME READY STATUS RESTARTS AGE\nweb-0 0/1 Pending 0 AGE")
-		l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
-		wantEqual(t, "created", strings.Join(read(1), "\n"), "web-1 0/1 Pending 0 AGE")
-		l.must(t, "delete", "pod/web-1", "-n", ns, "--wait=false")
-		wantEqual(t, "deleted", strings.Join(read(2), "\n"), "web-1 0/1 Terminating 0 AGE\nweb-1 0/1 Terminating 0 AGE")
-	})
+	}
 
-	t.Run("chunked lists", func(t *testing.T) {
-		t.Parallel()
-		const ns = "chunks"
-		l.mustIn(t, seedPods("p1", "p2", "p3", "p4", "p5"), "create", "-n", ns, "-f", "-")
-		first := l.listPods(t, "/api/v1/namespaces/chunks/pods?limit=2")
-		// A Pod created after the first chunk is not in the following ones: they are one snapshot.
-		l.mustIn(t, seedPod("p6"), "create", "-n", ns, "-f", "-")
-		second := l.listPods(t, "/api/v1/namespaces/chunks/pods?limit=2&continue="+url.QueryEscape(first.Metadata.Continue))
-		third := l.listPods(t, "/api/v1/namespaces/chunks/pods?limit=2&continue="+url.QueryEscape(second.Metadata.Continue))
-		chunk := func(p podList) string {
-			remaining := "-"
-			if p.Metadata.RemainingItemCount != nil {
-				remaining = strconv.FormatInt(*p.Metadata.RemainingItemCount, 10)
-			}
-			return fmt.Sprintf("%s | remaining %s | continue %t | same rv %t", p.names(), remaining, p.Metadata.Continue != "", p.Metadata.ResourceVersion == first.Metadata.ResourceVersion)
-		}
-		wantEqual(t, "chunks", chunk(first)+"\n"+chunk(second)+"\n"+chunk(third),
-			"p1 p2 | remaining 3 | continue true | same rv true\np3 p4 | remaining 1 | continue true | same rv true\np5 | remaining - | continue false | same rv true")
-		wantEqual(t, "a new list", l.listPods(t, "/api/v1/namespaces/chunks/pods").names(), "p1 p2 p3 p4 p5 p6")
-		a := l.send(t, "GET", "/api/v1/namespaces/chunks/pods?limit=2&resourceVersion="+first.Metadata.ResourceVersion+"&continue="+url.QueryEscape(first.Metadata.Continue), "")
-		wantJSON(t, "continue with a resourceVersion", a.code, a.body, 400,
-			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"specifying resource version is not allowed when using continue","reason":"BadRequest","code":400}`)
-		wantEqual(t, "kubectl --chunk-size", l.must(t, "get", "pods", "-n", ns, "--chunk-size=2", "-o", "name"),
-			"pod/p1\npod/p2\npod/p3\npod/p4\npod/p5\npod/p6")
-	})
+	// A Pod sent as protobuf, answered in JSON.
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.14.2"}}}}
+	body, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.sendOK(t, 201, "POST", "/api/v1/namespaces/proto/pods", string(body),
+		"Content-Type: application/vnd.kubernetes.protobuf", "Accept: application/json")
+	wantEqual(t, "Content-Type", a.header.Get("Content-Type"), "application/json")
+	var created struct {
+		Kind, APIVersion string
+		Metadata         meta
+		Spec             struct{ ServiceAccountName string }
+	}
+	if err := json.Unmarshal([]byte(a.body), &created); err != nil {
+		t.Fatal(err)
+	}
+	wantEqual(t, "created", created.Kind+" "+created.APIVersion+" "+created.Metadata.Name+" "+created.Spec.ServiceAccountName, "Pod v1 web-2 default")
 
-	t.Run("tables", func(t *testing.T) {
-		t.Parallel()
-		const ns = "tables"
-		l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
-		type table struct {
-			Kind              string            `json:"kind"`
-			APIVersion        string            `json:"apiVersion"`
-			Metadata          map[string]string `json:"metadata"`
-			ColumnDefinitions json.RawMessage   `json:"columnDefinitions"`
-			Rows              []struct {
-				Cells  []any `json:"cells"`
-				Object *struct {
-					Kind       string `json:"kind"`
-					APIVersion string `json:"apiVersion"`
-					Metadata   meta   `json:"metadata"`
-				} `json:"object"`
-			} `json:"rows"`
-		}
-		get := func(path, accept string) table {
-			t.Helper()
-			a := l.sendOK(t, 200, "GET", path, "", "Accept: "+accept)
-			wantEqual(t, "Content-Type of "+accept, a.header.Get("Content-Type"), "application/json")
-			var tab table
-			if err := json.Unmarshal([]byte(a.body), &tab); err != nil {
-				t.Fatal(err)
-			}
-			return tab
-		}
-		describe := func(tab table) string {
-			var rows []string
-			for _, r := range tab.Rows {
-				var cells []string
-				for _, c := range r.Cells {
-					cell := fmt.Sprint(c)
-					if ageCell.MatchString(cell) {
-						cell = "AGE"
-					}
-					cells = append(cells, cell)
-				}
-				row := strings.Join(cells, "|")
-				if r.Object != nil {
-					row += " " + r.Object.Kind + " " + r.Object.APIVersion + " " + r.Object.Metadata.Name
-				}
-				rows = append(rows, row)
-			}
-			_, hasRV := tab.Metadata["resourceVersion"]
-			return fmt.Sprintf("%s %s rv:%t\n%s", tab.Kind, tab.APIVersion, hasRV, strings.Join(rows, "\n"))
-		}
-		for _, c := range []struct{ path, accept, want string }{
-			{"/api/v1/namespaces/tables/pods", "application/json;as=Table;v=v1;g=meta.k8s.io",
-				`Table meta.k8s.io/v1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1 web-1`},
-			// The document's v1beta1 Table is still served, and is the answer of its fallback list.
-			{"/api/v1/namespaces/tables/pods", "application/json;as=Table;g=meta.k8s.io;v=v1beta1",
-				`Table meta.k8s.io/v1beta1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1beta1 web-1`},
-			{"/api/v1/namespaces/tables/pods", "application/json;as=Table;g=meta.k8s.io;v=v1beta1, application/json",
-				`Table meta.k8s.io/v1beta1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1beta1 web-1`},
-			{"/api/v1/namespaces/tables/pods?includeObject=None", "application/json;as=Table;v=v1;g=meta.k8s.io",
-				`Table meta.k8s.io/v1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none>`},
-			{"/api/v1/namespaces/tables/pods/web-1", "application/json;as=Table;v=v1;g=meta.k8s.io",
-				`Table meta.k8s.io/v1 rv:true` + "\n" + `web-1|0/1|Pending|0|AGE|<none>|<none>|<none>|<none> PartialObjectMetadata meta.k8s.io/v1 web-1`},
-		} {
-			tab := get(c.path, c.accept)
-			wantEqual(t, c.path+" as "+c.accept, describe(tab), c.want)
-			wantEqual(t, "columns of "+c.path+" as "+c.accept, compact(t, string(tab.ColumnDefinitions)), compact(t, podColumns))
-		}
-	})
+	a = l.send(t, "GET", "/api/v1/namespaces/proto/pods", "", "Accept: application/xml")
+	wantJSON(t, "an unsupported Accept", a.code, a.body, 406, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
+		`"message":"406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",`+
+		`"reason":"NotAcceptable","details":{},"code":406}`)
+}
 
-	t.Run("protobuf", func(t *testing.T) {
-		t.Parallel()
-		const ns = "proto"
-		l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
-		for _, accept := range []string{"application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf, application/json"} {
-			a := l.sendOK(t, 200, "GET", "/api/v1/namespaces/proto/pods", "", "Accept: "+accept)
-			wantEqual(t, "Content-Type for "+accept, a.header.Get("Content-Type"), "application/vnd.kubernetes.protobuf")
-			if !strings.HasPrefix(a.body, "k8s\x00") {
-				t.Errorf("protobuf answer does not start with the magic number: %q", a.body[:min(len(a.body), 16)])
-				continue
-			}
-			obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(a.body), nil, nil)
-			if err != nil {
-				t.Fatalf("decoding the protobuf PodList: %v", err)
-			}
-			list, ok := obj.(*corev1.PodList)
-			if !ok || gvk.String() != "/v1, Kind=PodList" || len(list.Items) != 1 || list.Items[0].Name != "web-1" ||
-				list.Items[0].Spec.ServiceAccountName != "default" || list.ResourceVersion == "" {
-				t.Errorf("protobuf list: %s %+v", gvk, obj)
-			}
-		}
+func seedPodDryRun(t *testing.T, l *lapisProc) {
+	const ns = "dryrun"
+	wantEqual(t, "kubectl create --dry-run=server", l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-", "--dry-run=server"),
+		"pod/web-1 created (server dry run)")
+	// The answer is the object that would have been stored, admission's changes included.
+	dry := masked(l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-", "--dry-run=server", "-o", "yaml"))
+	wantEqual(t, "dry-run object", dry, strings.NewReplacer("namespace: test", "namespace: dryrun", "  resourceVersion: \"RV\"\n", "").Replace(podDefaults))
+	wantEqual(t, "nothing created", l.fails(t, "", "get", "pod/web-1", "-n", ns), `Error from server (NotFound): pods "web-1" not found`)
 
-		// A Pod sent as protobuf, answered in JSON.
-		info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-		if !ok {
-			t.Fatal("no protobuf serializer")
-		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", Labels: map[string]string{"app": "web"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.14.2"}}}}
-		body, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := l.sendOK(t, 201, "POST", "/api/v1/namespaces/proto/pods", string(body),
-			"Content-Type: application/vnd.kubernetes.protobuf", "Accept: application/json")
-		wantEqual(t, "Content-Type", a.header.Get("Content-Type"), "application/json")
-		var created struct {
-			Kind, APIVersion string
-			Metadata         meta
-			Spec             struct{ ServiceAccountName string }
-		}
-		if err := json.Unmarshal([]byte(a.body), &created); err != nil {
-			t.Fatal(err)
-		}
-		wantEqual(t, "created", created.Kind+" "+created.APIVersion+" "+created.Metadata.Name+" "+created.Spec.ServiceAccountName, "Pod v1 web-2 default")
+	// POST ?dryRun=All with generateName: a name is generated, nothing is stored.
+	a := l.sendOK(t, 201, "POST", "/api/v1/namespaces/dryrun/pods?dryRun=All",
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"nginx","image":"nginx:1.14.2"}]}}`)
+	var o struct{ Metadata meta }
+	if err := json.Unmarshal([]byte(a.body), &o); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^web-[a-z0-9]{5}$`).MatchString(o.Metadata.Name) {
+		t.Errorf("dry-run name %q, want web- and five characters", o.Metadata.Name)
+	}
+	wantEqual(t, "pods after the dry runs", l.must(t, "get", "pods", "-n", ns, "-o", "name"), "")
 
-		a = l.send(t, "GET", "/api/v1/namespaces/proto/pods", "", "Accept: application/xml")
-		wantJSON(t, "an unsupported Accept", a.code, a.body, 406, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
-			`"message":"406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",`+
-			`"reason":"NotAcceptable","details":{},"code":406}`)
-	})
+	// A dry-run delete leaves the Pod.
+	l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
+	wantEqual(t, "kubectl delete --dry-run=server", l.must(t, "delete", "pod/web-1", "-n", ns, "--dry-run=server"), `pod "web-1" deleted (server dry run)`)
+	wantEqual(t, "still there", l.must(t, "get", "pods", "-n", ns, "-o", "name"), "pod/web-1")
+	a = l.send(t, "POST", "/api/v1/namespaces/dryrun/pods?dryRun=Yes", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"q"},"spec":{"containers":[{"name":"a","image":"b"}]}}`)
+	wantJSON(t, "an unknown dryRun value", a.code, a.body, 422, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
+		`"message":"CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Yes\"]: supported values: \"All\"","reason":"Invalid",`+
+		`"details":{"group":"meta.k8s.io","kind":"CreateOptions","causes":[{"reason":"FieldValueNotSupported","message":"Unsupported value: [\"Yes\"]: supported values: \"All\"","field":"dryRun"}]},"code":422}`)
+}
 
-	t.Run("dry run", func(t *testing.T) {
-		t.Parallel()
-		const ns = "dryrun"
-		wantEqual(t, "kubectl create --dry-run=server", l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-", "--dry-run=server"),
-			"pod/web-1 created (server dry run)")
-		// The answer is the object that would have been stored, admission's changes included.
-		dry := masked(l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-", "--dry-run=server", "-o", "yaml"))
-		wantEqual(t, "dry-run object", dry, strings.NewReplacer("namespace: test", "namespace: dryrun", "  resourceVersion: \"RV\"\n", "").Replace(podDefaults))
-		wantEqual(t, "nothing created", l.fails(t, "", "get", "pod/web-1", "-n", ns), `Error from server (NotFound): pods "web-1" not found`)
-
-		// POST ?dryRun=All with generateName: a name is generated, nothing is stored.
-		a := l.sendOK(t, 201, "POST", "/api/v1/namespaces/dryrun/pods?dryRun=All",
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"nginx","image":"nginx:1.14.2"}]}}`)
-		var o struct{ Metadata meta }
-		if err := json.Unmarshal([]byte(a.body), &o); err != nil {
-			t.Fatal(err)
-		}
-		if !regexp.MustCompile(`^web-[a-z0-9]{5}$`).MatchString(o.Metadata.Name) {
-			t.Errorf("dry-run name %q, want web- and five characters", o.Metadata.Name)
-		}
-		wantEqual(t, "pods after the dry runs", l.must(t, "get", "pods", "-n", ns, "-o", "name"), "")
-
-		// A dry-run delete leaves the Pod.
-		l.mustIn(t, seedPod("web-1"), "create", "-n", ns, "-f", "-")
-		wantEqual(t, "kubectl delete --dry-run=server", l.must(t, "delete", "pod/web-1", "-n", ns, "--dry-run=server"), `pod "web-1" deleted (server dry run)`)
-		wantEqual(t, "still there", l.must(t, "get", "pods", "-n", ns, "-o", "name"), "pod/web-1")
-		a = l.send(t, "POST", "/api/v1/namespaces/dryrun/pods?dryRun=Yes", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"q"},"spec":{"containers":[{"name":"a","image":"b"}]}}`)
-		wantJSON(t, "an unknown dryRun value", a.code, a.body, 422, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
-			`"message":"CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Yes\"]: supported values: \"All\"","reason":"Invalid",`+
-			`"details":{"group":"meta.k8s.io","kind":"CreateOptions","causes":[{"reason":"FieldValueNotSupported","message":"Unsupported value: [\"Yes\"]: supported values: \"All\"","field":"dryRun"}]},"code":422}`)
-	})
-
-	t.Run("finalizers", func(t *testing.T) {
-		t.Parallel()
-		const ns = "finalizers"
-		pod := strings.Replace(seedPod("fin"), "metadata:\n", "metadata:\n  finalizers:\n  - url.io/neat-finalization\n  - other-url.io/my-finalizer\n", 1)
-		l.mustIn(t, pod, "create", "-n", ns, "-f", "-")
-		wantEqual(t, "delete", l.must(t, "delete", "pod/fin", "-n", ns, "--wait=false"), `pod "fin" deleted`)
-		// Finalization: deletionTimestamp is set, the object stays until the last finalizer goes.
-		got := l.field(t, "pod/fin", ns, "{.metadata.deletionGracePeriodSeconds} {.metadata.finalizers}")
-		wantEqual(t, "deleting", got, `0 ["url.io/neat-finalization","other-url.io/my-finalizer"]`)
-		if ts := l.field(t, "pod/fin", ns, "{.metadata.deletionTimestamp}"); ts == "" {
-			t.Errorf("no deletionTimestamp")
-		}
-		wantEqual(t, "get", columns(l.must(t, "get", "pod/fin", "-n", ns)), "NAME READY STATUS RESTARTS AGE\nfin 0/1 Terminating 0 AGE")
-		// Finalizers may go in any order.
-		l.must(t, "patch", "pod/fin", "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers/1"}]`)
-		wantEqual(t, "one finalizer left", l.field(t, "pod/fin", ns, "{.metadata.finalizers}"), `["url.io/neat-finalization"]`)
-		l.must(t, "patch", "pod/fin", "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers/0"}]`)
-		wantEqual(t, "removed", l.fails(t, "", "get", "pod/fin", "-n", ns), `Error from server (NotFound): pods "fin" not found`)
-	})
+func seedPodFinalizers(t *testing.T, l *lapisProc) {
+	const ns = "finalizers"
+	pod := strings.Replace(seedPod("fin"), "metadata:\n", "metadata:\n  finalizers:\n  - url.io/neat-finalization\n  - other-url.io/my-finalizer\n", 1)
+	l.mustIn(t, pod, "create", "-n", ns, "-f", "-")
+	wantEqual(t, "delete", l.must(t, "delete", "pod/fin", "-n", ns, "--wait=false"), `pod "fin" deleted`)
+	// Finalization: deletionTimestamp is set, the object stays until the last finalizer goes.
+	got := l.field(t, "pod/fin", ns, "{.metadata.deletionGracePeriodSeconds} {.metadata.finalizers}")
+	wantEqual(t, "deleting", got, `0 ["url.io/neat-finalization","other-url.io/my-finalizer"]`)
+	if ts := l.field(t, "pod/fin", ns, "{.metadata.deletionTimestamp}"); ts == "" {
+		t.Errorf("no deletionTimestamp")
+	}
+	wantEqual(t, "get", columns(l.must(t, "get", "pod/fin", "-n", ns)), "NAME READY STATUS RESTARTS AGE\nfin 0/1 Terminating 0 AGE")
+	// Finalizers may go in any order.
+	l.must(t, "patch", "pod/fin", "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers/1"}]`)
+	wantEqual(t, "one finalizer left", l.field(t, "pod/fin", ns, "{.metadata.finalizers}"), `["url.io/neat-finalization"]`)
+	l.must(t, "patch", "pod/fin", "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers/0"}]`)
+	wantEqual(t, "removed", l.fails(t, "", "get", "pod/fin", "-n", ns), `Error from server (NotFound): pods "fin" not found`)
 }
 
 // TestSeedGetAll: kubectl get all lists the types of kube's "all" category.

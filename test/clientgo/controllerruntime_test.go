@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -86,10 +87,6 @@ func TestControllerRuntimeOwns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	logs := &logBuffer{}
 	log.SetLogger(funcr.New(logs.add, funcr.Options{}))
 	defer func() {
@@ -97,6 +94,34 @@ func TestControllerRuntimeOwns(t *testing.T) {
 			t.Logf("controller-runtime's log:\n%s", logs)
 		}
 	}()
+	mgr, r, stopManager := startWebController(t, ctx, ns)
+	defer stopManager()
+
+	w := &webApp{ctx: ctx, cs: cs, ns: ns}
+	owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{appLabel: "web"}},
+		Data:       map[string]string{"image": "nginx:1.27"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, svc := w.childrenOwnedBy(t, owner)
+	w.cacheHasChildren(t, mgr, dep, svc)
+	w.changesReconciled(t, owner, svc)
+	w.ownerDeletionCollectsChildren(t)
+	if r.runs.Load() == 0 {
+		t.Error("the reconciler never ran")
+	}
+}
+
+// startWebController starts a manager, caching namespace ns, whose controller makes a
+// Deployment and a Service for each labelled ConfigMap and Owns them, and waits for its caches.
+// stop stops the manager.
+func startWebController(t *testing.T, ctx context.Context, ns string) (mgr ctrl.Manager, r *webReconciler, stop func()) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(servers.stable, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -106,7 +131,7 @@ func TestControllerRuntimeOwns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	r := &webReconciler{Client: mgr.GetClient()}
+	r = &webReconciler{Client: mgr.GetClient()}
 	hasLabel := predicate.NewPredicateFuncs(func(o crclient.Object) bool { return o.GetLabels()[appLabel] != "" })
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("web-"+ns).
@@ -116,15 +141,15 @@ func TestControllerRuntimeOwns(t *testing.T) {
 		Complete(r); err != nil {
 		t.Fatalf("building controller: %v", err)
 	}
-	mgrCtx, stop := context.WithCancel(ctx)
+	mgrCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
-	defer func() {
-		stop()
+	stop = func() {
+		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
 		}
-	}()
+	}
 
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
@@ -133,6 +158,7 @@ func TestControllerRuntimeOwns(t *testing.T) {
 		case err := <-done:
 			t.Fatalf("caches did not sync; manager stopped: %v", err)
 		default:
+			stop()
 			t.Fatal("caches did not sync within 30s")
 		}
 	}
@@ -140,17 +166,41 @@ func TestControllerRuntimeOwns(t *testing.T) {
 	for _, obj := range []crclient.Object{&corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Service{}} {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil || !inf.HasSynced() {
+			stop()
 			t.Fatalf("informer for %T: synced=%v err=%v", obj, err == nil && inf.HasSynced(), err)
 		}
 	}
+	return mgr, r, stop
+}
 
-	owner, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{appLabel: "web"}},
-		Data:       map[string]string{"image": "nginx:1.27"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+// webApp is the namespace where the controller of TestControllerRuntimeOwns makes ConfigMap
+// web's Deployment and Service.
+type webApp struct {
+	ctx context.Context
+	cs  kubernetes.Interface
+	ns  string
+}
+
+// deploymentWith waits for Deployment web to run image and returns it.
+func (w *webApp) deploymentWith(t *testing.T, image string) *appsv1.Deployment {
+	var dep *appsv1.Deployment
+	eventually(t, 20*time.Second, "Deployment web with image "+image, func() (bool, string) {
+		d, err := w.cs.AppsV1().Deployments(w.ns).Get(w.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if c := d.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != image {
+			return false, fmt.Sprintf("containers %+v", c)
+		}
+		dep = d
+		return true, ""
+	})
+	return dep
+}
+
+// childrenOwnedBy waits for the Deployment and the Service the controller makes for owner and
+// checks they name it as their controller, and are defaulted and allocated as kube does.
+func (w *webApp) childrenOwnedBy(t *testing.T, owner *corev1.ConfigMap) (*appsv1.Deployment, *corev1.Service) {
 	wantRef := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "web", UID: owner.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	checkRefs := func(kind string, refs []metav1.OwnerReference) string {
@@ -161,23 +211,7 @@ func TestControllerRuntimeOwns(t *testing.T) {
 		}
 		return ""
 	}
-	deploymentWith := func(image string) *appsv1.Deployment {
-		var dep *appsv1.Deployment
-		eventually(t, 20*time.Second, "Deployment web with image "+image, func() (bool, string) {
-			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			if c := d.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != image {
-				return false, fmt.Sprintf("containers %+v", c)
-			}
-			dep = d
-			return true, ""
-		})
-		return dep
-	}
-
-	dep := deploymentWith("nginx:1.27")
+	dep := w.deploymentWith(t, "nginx:1.27")
 	if why := checkRefs("Deployment", dep.OwnerReferences); why != "" {
 		t.Error(why)
 	}
@@ -187,7 +221,7 @@ func TestControllerRuntimeOwns(t *testing.T) {
 	}
 	var svc *corev1.Service
 	eventually(t, 20*time.Second, "Service web", func() (bool, string) {
-		s, err := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+		s, err := w.cs.CoreV1().Services(w.ns).Get(w.ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -200,29 +234,37 @@ func TestControllerRuntimeOwns(t *testing.T) {
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.Type != corev1.ServiceTypeClusterIP {
 		t.Errorf("Service has type %q clusterIP %q, want an allocated ClusterIP", svc.Spec.Type, svc.Spec.ClusterIP)
 	}
+	return dep, svc
+}
 
-	// The controller reads its children from its cache: once the cache has them, it agrees.
+// cacheHasChildren: the controller reads its children from its cache: once the cache has
+// them, it agrees.
+func (w *webApp) cacheHasChildren(t *testing.T, mgr ctrl.Manager, dep *appsv1.Deployment, svc *corev1.Service) {
 	eventually(t, 10*time.Second, "Deployment and Service in the manager's cache", func() (bool, string) {
 		var d appsv1.Deployment
 		var s corev1.Service
-		key := types.NamespacedName{Namespace: ns, Name: "web"}
-		if err := mgr.GetClient().Get(ctx, key, &d); err != nil {
+		key := types.NamespacedName{Namespace: w.ns, Name: "web"}
+		if err := mgr.GetClient().Get(w.ctx, key, &d); err != nil {
 			return false, err.Error()
 		}
-		if err := mgr.GetClient().Get(ctx, key, &s); err != nil {
+		if err := mgr.GetClient().Get(w.ctx, key, &s); err != nil {
 			return false, err.Error()
 		}
 		return d.UID == dep.UID && s.UID == svc.UID, fmt.Sprintf("cached uids %s %s, want %s %s", d.UID, s.UID, dep.UID, svc.UID)
 	})
+}
 
-	// A change to the owner is reconciled into the child.
+// changesReconciled: a change to the owner is reconciled into the child; with Owns, a change
+// to a child reconciles its owner, which puts the child back, and a child (svc) deleted behind
+// the controller's back is made again.
+func (w *webApp) changesReconciled(t *testing.T, owner *corev1.ConfigMap, svc *corev1.Service) {
+	cs, ctx, ns := w.cs, w.ctx, w.ns
 	owner.Data["image"] = "nginx:1.28"
-	if owner, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, owner, metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, owner, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deploymentWith("nginx:1.28")
+	w.deploymentWith(t, "nginx:1.28")
 
-	// Owns: a change to a child reconciles its owner, which puts the child back.
 	scale := `{"spec":{"replicas":5}}`
 	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, []byte(scale), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -234,7 +276,6 @@ func TestControllerRuntimeOwns(t *testing.T) {
 		}
 		return *d.Spec.Replicas == 2, fmt.Sprintf("replicas %d", *d.Spec.Replicas)
 	})
-	// Owns: a child deleted behind the controller's back is made again.
 	if err := cs.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -245,9 +286,12 @@ func TestControllerRuntimeOwns(t *testing.T) {
 		}
 		return s.UID != svc.UID, "still the old Service"
 	})
+}
 
-	// Deleting the owner (background propagation, the default) lets the garbage collector delete
-	// the children.
+// ownerDeletionCollectsChildren: deleting the owner (background propagation, the default) lets
+// the garbage collector delete the children.
+func (w *webApp) ownerDeletionCollectsChildren(t *testing.T) {
+	cs, ctx, ns := w.cs, w.ctx, w.ns
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +300,6 @@ func TestControllerRuntimeOwns(t *testing.T) {
 		_, serr := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(derr) && apierrors.IsNotFound(serr), fmt.Sprintf("deployment: %v; service: %v", derr, serr)
 	})
-	if r.runs.Load() == 0 {
-		t.Error("the reconciler never ran")
-	}
 }
 
 // logBuffer keeps controller-runtime's log lines, shown when the test fails.

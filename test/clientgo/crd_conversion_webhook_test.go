@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -224,21 +225,39 @@ func TestCRDConversionWebhook(t *testing.T) {
 	mux.Handle("/validate", validating)
 	srv, caPEM := hookServer(t, "127.0.0.1", "hook."+ns+".svc", mux)
 	installGadgets(t, ctx, dyn, ns, gadgetCRD(apiextensionsv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/convert"), CABundle: caPEM}))
-	v1, v2 := dyn.Resource(gadgetGVR("v1")).Namespace(ns), dyn.Resource(gadgetGVR("v2")).Namespace(ns)
+	g := &gadgetVersions{ctx: ctx, v1: dyn.Resource(gadgetGVR("v1")).Namespace(ns), v2: dyn.Resource(gadgetGVR("v2")).Namespace(ns)}
 
-	// Written at v1, the storage version; read at v2.
-	created, err := v1.Create(ctx, gadget("v1", "a", "color", "red"), metav1.CreateOptions{})
+	// The steps run in order: each sees the gadgets the ones before made.
+	listRV := g.writeAtV1ReadAtV2(t)
+	w := g.watchAtV2(t, listRV)
+	g.writeAtV2ReadAtV1(t, w)
+	g.applyAtBothVersions(t)
+	g.admissionSeesStorageVersion(t, cs, ns, srv.URL, caPEM, validating)
+	g.webhookDown(t, hook, srv)
+}
+
+// gadgetVersions is the test namespace's gadgets at v1 (the storage version) and at v2, which
+// the conversion webhook translates (v1's spec.color is v2's spec.colour).
+type gadgetVersions struct {
+	ctx    context.Context
+	v1, v2 dynamic.ResourceInterface
+}
+
+// writeAtV1ReadAtV2 writes gadget a at v1, the storage version, and reads and lists it at v2,
+// also from the watch cache; it returns the last list's resourceVersion.
+func (g *gadgetVersions) writeAtV1ReadAtV2(t *testing.T) string {
+	created, err := g.v1.Create(g.ctx, gadget("v1", "a", "color", "red"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := v2.Get(ctx, "a", metav1.GetOptions{})
+	got, err := g.v2.Get(g.ctx, "a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.GetAPIVersion() != gadgetGroup+"/v2" || fmt.Sprint(specOf(got)) != "map[colour:red]" || got.GetResourceVersion() != created.GetResourceVersion() || got.GetUID() != created.GetUID() {
 		t.Errorf("read at v2: %v", got.Object)
 	}
-	list, err := v2.List(ctx, metav1.ListOptions{})
+	list, err := g.v2.List(g.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,19 +265,24 @@ func TestCRDConversionWebhook(t *testing.T) {
 		t.Errorf("listed at v2: %v", list.Items)
 	}
 	// The same from the watch cache.
-	list, err = v2.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	list, err = g.v2.List(g.ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil || len(list.Items) != 1 || fmt.Sprint(specOf(&list.Items[0])) != "map[colour:red]" {
 		t.Errorf("listed at v2 from the cache: %v, %v", list, err)
 	}
 
-	// Watched at v2: the existing object, then one written at v1.
-	w, err := v2.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), SendInitialEvents: ptr.To(true),
+	return list.GetResourceVersion()
+}
+
+// watchAtV2 watches at v2 from rv: the existing object, then one written at v1. It returns
+// the watch, stopped when the test ends.
+func (g *gadgetVersions) watchAtV2(t *testing.T, rv string) watch.Interface {
+	w, err := g.v2.Watch(g.ctx, metav1.ListOptions{ResourceVersion: rv, SendInitialEvents: ptr.To(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	if _, err := v1.Create(ctx, gadget("v1", "b", "color", "green"), metav1.CreateOptions{}); err != nil {
+	t.Cleanup(w.Stop)
+	if _, err := g.v1.Create(g.ctx, gadget("v1", "b", "color", "green"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
@@ -277,11 +301,16 @@ func TestCRDConversionWebhook(t *testing.T) {
 		t.Errorf("watched at v2: %v", seen)
 	}
 
-	// Written at v2: stored at v1.
-	if _, err := v2.Create(ctx, gadget("v2", "c", "colour", "blue"), metav1.CreateOptions{}); err != nil {
+	return w
+}
+
+// writeAtV2ReadAtV1: written at v2, stored at v1, and seen by w, watching at v2; then updated
+// and patched at v2 and read at v1.
+func (g *gadgetVersions) writeAtV2ReadAtV1(t *testing.T, w watch.Interface) {
+	if _, err := g.v2.Create(g.ctx, gadget("v2", "c", "colour", "blue"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := v1.Get(ctx, "c", metav1.GetOptions{}); err != nil || fmt.Sprint(specOf(got)) != "map[color:blue]" {
+	if got, err := g.v1.Get(g.ctx, "c", metav1.GetOptions{}); err != nil || fmt.Sprint(specOf(got)) != "map[color:blue]" {
 		t.Errorf("read at v1 what was written at v2: %v, %v", got, err)
 	}
 	ev := nextEvent(t, w, 10*time.Second)
@@ -289,34 +318,37 @@ func TestCRDConversionWebhook(t *testing.T) {
 		t.Errorf("watched at v2: %s %s", ev.Type, describeObject(ev.Object))
 	}
 	// Updated and patched at v2.
-	cur, err := v2.Get(ctx, "c", metav1.GetOptions{})
+	cur, err := g.v2.Get(g.ctx, "c", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = unstructured.SetNestedField(cur.Object, "purple", "spec", "colour")
-	if _, err := v2.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	if _, err := g.v2.Update(g.ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v2.Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"colour":"orange"}}`), metav1.PatchOptions{}); err != nil {
+	if _, err := g.v2.Patch(g.ctx, "a", types.MergePatchType, []byte(`{"spec":{"colour":"orange"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a": "orange", "c": "purple"} {
-		if got, err := v1.Get(ctx, name, metav1.GetOptions{}); err != nil || fmt.Sprint(specOf(got)) != "map[color:"+want+"]" {
+		if got, err := g.v1.Get(g.ctx, name, metav1.GetOptions{}); err != nil || fmt.Sprint(specOf(got)) != "map[color:"+want+"]" {
 			t.Errorf("read at v1 after a v2 write: %v, %v", got, err)
 		}
 	}
 
-	// Server-side apply at both versions: each manager's fields at its own version.
+}
+
+// applyAtBothVersions: server-side apply at both versions, each manager's fields at its own version.
+func (g *gadgetVersions) applyAtBothVersions(t *testing.T) {
 	apply := func(r dynamic.ResourceInterface, obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
 		t.Helper()
-		out, err := r.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: true})
+		out, err := r.Apply(g.ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: true})
 		if err != nil {
 			t.Fatalf("apply by %s: %v", manager, err)
 		}
 		return out
 	}
-	apply(v2, gadget("v2", "d", "colour", "white"), "v2-manager")
-	out := apply(v1, gadget("v1", "d", "color", "black"), "v1-manager")
+	apply(g.v2, gadget("v2", "d", "colour", "white"), "v2-manager")
+	out := apply(g.v1, gadget("v1", "d", "color", "black"), "v1-manager")
 	if fmt.Sprint(specOf(out)) != "map[color:black]" {
 		t.Errorf("applied at v1 over v2: %v", out.Object)
 	}
@@ -329,71 +361,77 @@ func TestCRDConversionWebhook(t *testing.T) {
 		t.Errorf("managedFields after applies at v2 then v1: %v", managers)
 	}
 
-	// An admission webhook registered for v1 only (matchPolicy Equivalent, the default) sees
-	// writes at v2 converted to v1.
+}
+
+// admissionSeesStorageVersion: an admission webhook (served at hookURL) registered for v1 only
+// (matchPolicy Equivalent, the default) sees writes at v2 converted to v1.
+func (g *gadgetVersions) admissionSeesStorageVersion(t *testing.T, cs kubernetes.Interface, ns, hookURL string, caPEM []byte, validating *validatingHook) {
 	none, fail := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail
 	config := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "gadgets-" + ns},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "gadgets.conversion.lapis.dev",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/validate"), CABundle: caPEM},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(hookURL + "/validate"), CABundle: caPEM},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{gadgetGroup}, APIVersions: []string{"v1"}, Resources: []string{"gadgets"}},
 			}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
 			FailurePolicy:     &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(g.ctx, config, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), config.Name, metav1.DeleteOptions{})
 	})
 	eventually(t, 20*time.Second, "the admission webhook called", func() (bool, string) {
-		_, err := v2.Create(ctx, gadget("v2", "probe", "colour", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := g.v2.Create(g.ctx, gadget("v2", "probe", "colour", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "denied the request"), fmt.Sprint(err)
 	})
 	validating.take()
-	_, err = v2.Create(ctx, gadget("v2", "g", "colour", "forbidden"), metav1.CreateOptions{})
+	_, err := g.v2.Create(g.ctx, gadget("v2", "g", "colour", "forbidden"), metav1.CreateOptions{})
 	// A denial without a code is kube's 400.
 	expectStatus(t, err, http.StatusBadRequest, metav1.StatusReasonUnknown, `admission webhook "gadgets.conversion.lapis.dev" denied the request: color forbidden`)
-	if _, err := v2.Create(ctx, gadget("v2", "h", "colour", "yellow"), metav1.CreateOptions{}); err != nil {
+	if _, err := g.v2.Create(g.ctx, gadget("v2", "h", "colour", "yellow"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("a gadget the admission webhook allows: %v", err)
 	}
 	if got := fmt.Sprint(validating.take()); got != "[v1 "+gadgetGroup+"/v1 v1 "+gadgetGroup+"/v1]" {
 		t.Errorf("the admission webhook was shown: %s (kind version, object apiVersion)", got)
 	}
-	_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{})
+	_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(g.ctx, config.Name, metav1.DeleteOptions{})
 	// Admission learns of the deletion through its informer, as kube-apiserver's does: wait
 	// until the webhook is no longer called before taking its server down.
 	eventually(t, 20*time.Second, "the admission webhook no longer called", func() (bool, string) {
-		_, err := v1.Create(ctx, gadget("v1", "probe", "color", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := g.v1.Create(g.ctx, gadget("v1", "probe", "color", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil, fmt.Sprint(err)
 	})
 
-	// The webhook down: reads and writes needing it fail with kube-apiserver's 500 and its
-	// converter's message; those at the storage version go on.
+}
+
+// webhookDown: the conversion webhook down, reads and writes needing it fail with
+// kube-apiserver's 500 and its converter's message; those at the storage version go on.
+func (g *gadgetVersions) webhookDown(t *testing.T, hook *conversionHook, srv *httptest.Server) {
 	calls := hook.calls.Load()
 	if calls == 0 {
 		t.Fatal("the webhook was never called")
 	}
 	srv.Close()
 	refused := `Post "` + srv.URL + `/convert?timeout=30s": dial tcp ` + strings.TrimPrefix(srv.URL, "https://") + `: connect: connection refused`
-	if _, err := v1.Get(ctx, "a", metav1.GetOptions{}); err != nil {
+	if _, err := g.v1.Get(g.ctx, "a", metav1.GetOptions{}); err != nil {
 		t.Errorf("read at the storage version with the webhook down: %v", err)
 	}
-	if _, err := v1.Create(ctx, gadget("v1", "f", "color", "grey"), metav1.CreateOptions{}); err != nil {
+	if _, err := g.v1.Create(g.ctx, gadget("v1", "f", "color", "grey"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("write at the storage version with the webhook down: %v", err)
 	}
-	_, err = v2.Get(ctx, "a", metav1.GetOptions{})
+	_, err := g.v2.Get(g.ctx, "a", metav1.GetOptions{})
 	expectConversionFailure(t, err, metav1.StatusReasonInternalError,
 		"Internal error occurred: conversion webhook for "+gadgetGroup+"/v1, Kind=Gadget failed: "+refused)
 	// Lists too (kube-apiserver's message differs: its storage reports a corrupt object).
 	for _, rv := range []string{"", "0"} {
-		_, err = v2.List(ctx, metav1.ListOptions{ResourceVersion: rv})
+		_, err = g.v2.List(g.ctx, metav1.ListOptions{ResourceVersion: rv})
 		if s := statusOf(t, err); s.Code != http.StatusInternalServerError || !strings.Contains(s.Message, "conversion webhook for "+gadgetGroup+"/v1, Kind=Gadget failed: "+refused) {
 			t.Errorf("list at v2 (resourceVersion %q) with the webhook down: %d %q %q", rv, s.Code, s.Reason, s.Message)
 		}
 	}
-	_, err = v2.Create(ctx, gadget("v2", "e", "colour", "blue"), metav1.CreateOptions{})
+	_, err = g.v2.Create(g.ctx, gadget("v2", "e", "colour", "blue"), metav1.CreateOptions{})
 	expectConversionFailure(t, err, metav1.StatusReasonUnknown,
 		"conversion webhook for "+gadgetGroup+"/v2, Kind=Gadget failed: "+refused)
 }

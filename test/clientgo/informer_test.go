@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -123,119 +124,149 @@ func isInitialState(e *exchange) bool {
 // under them.
 func TestInformerStaysInSync(t *testing.T) {
 	t.Parallel()
+	s := startSyncedInformers(t)
+	s.inSync(t, "initial sync")
+	s.createUpdateDelete(t)
+	oldRV := s.compactPastInformers(t)
+	s.interruptWatchDuringChanges(t, oldRV)
+	s.killConnectionsWhileChangesStream(t)
+}
+
+// syncedInformers is TestInformerStaysInSync's writer and two informers on ConfigMaps of one
+// namespace: main (default options, handlers recorded by view) and short (2-second watches),
+// each through a client whose connections the test can kill. The steps run in order.
+type syncedInformers struct {
+	ctx                     context.Context
+	writer                  kubernetes.Interface
+	clk                     *clock
+	ns                      string
+	cms                     typedcorev1.ConfigMapInterface
+	main, short             *client
+	informer, shortInformer cache.SharedIndexInformer
+	view                    *handlerView
+}
+
+func startSyncedInformers(t *testing.T) *syncedInformers {
 	base := servers.compacting
 	writer := clientset(t, base)
-	ctx := ctxFor(t, 55*time.Second)
-	ns := namespace(t, writer)
-	clk := newClock(t, writer)
-	cms := writer.CoreV1().ConfigMaps(ns)
-	create := func(name, value string) {
-		t.Helper()
-		if _, err := cms.Create(ctx, configMap(name, map[string]string{"v": value}, map[string]string{"app": "sync"}), metav1.CreateOptions{}); err != nil {
-			t.Errorf("create %s: %v", name, err)
-		}
-	}
-	update := func(name, value string) {
-		t.Helper()
-		if _, err := cms.Update(ctx, configMap(name, map[string]string{"v": value}, map[string]string{"app": "sync"}), metav1.UpdateOptions{}); err != nil {
-			t.Errorf("update %s: %v", name, err)
-		}
-	}
-	del := func(name string) {
-		t.Helper()
-		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("delete %s: %v", name, err)
-		}
-	}
+	s := &syncedInformers{ctx: ctxFor(t, 55*time.Second), writer: writer, ns: namespace(t, writer)}
+	s.clk = newClock(t, writer)
+	s.cms = writer.CoreV1().ConfigMaps(s.ns)
 	for i := range 3 {
-		create(fmt.Sprintf("pre-%d", i), "1")
+		s.create(t, fmt.Sprintf("pre-%d", i), "1")
 	}
 
-	main := newClient(t, base)
-	factory := informers.NewSharedInformerFactoryWithOptions(main.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	s.main = newClient(t, base)
+	factory := informers.NewSharedInformerFactoryWithOptions(s.main.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = syncSelector
 	}))
-	informer := factory.Core().V1().ConfigMaps().Informer()
-	view := newHandlerView()
-	if _, err := informer.AddEventHandler(view.handler()); err != nil {
+	s.informer = factory.Core().V1().ConfigMaps().Informer()
+	s.view = newHandlerView()
+	if _, err := s.informer.AddEventHandler(s.view.handler()); err != nil {
 		t.Fatal(err)
 	}
-	short := newClient(t, base)
-	shortFactory := informers.NewSharedInformerFactoryWithOptions(short.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	s.short = newClient(t, base)
+	shortFactory := informers.NewSharedInformerFactoryWithOptions(s.short.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.TimeoutSeconds = ptr.To[int64](2)
 		o.LabelSelector = syncSelector
 	}))
-	shortInformer := shortFactory.Core().V1().ConfigMaps().Informer()
+	s.shortInformer = shortFactory.Core().V1().ConfigMaps().Informer()
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop); factory.Shutdown(); shortFactory.Shutdown() })
 	factory.Start(stop)
 	shortFactory.Start(stop)
-	syncCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	syncCtx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced, shortInformer.HasSynced) {
+	if !cache.WaitForCacheSync(syncCtx.Done(), s.informer.HasSynced, s.shortInformer.HasSynced) {
 		t.Fatal("informers did not sync")
 	}
+	return s
+}
 
-	inSync := func(what string) {
-		t.Helper()
-		eventually(t, 20*time.Second, what, func() (bool, string) {
-			want, err := storageState(ctx, writer, "")
-			if err != nil {
-				return false, err.Error()
-			}
-			for name, got := range map[string]map[string]cmState{
-				"informer store":               storeState(informer.GetStore()),
-				"informer handlers":            view.state(),
-				"short-timeout informer store": storeState(shortInformer.GetStore()),
-			} {
-				if d := diffStates(got, want); d != "" {
-					return false, name + " differs from storage:" + d
-				}
-			}
-			return true, ""
-		})
-		// Quiet means stable: nothing arrives late.
-		time.Sleep(200 * time.Millisecond)
-		want, err := storageState(ctx, writer, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffStates(storeState(informer.GetStore()), want); d != "" {
-			t.Fatalf("%s: informer diverged after converging:%s", what, d)
-		}
+func (s *syncedInformers) create(t *testing.T, name, value string) {
+	t.Helper()
+	if _, err := s.cms.Create(s.ctx, configMap(name, map[string]string{"v": value}, map[string]string{"app": "sync"}), metav1.CreateOptions{}); err != nil {
+		t.Errorf("create %s: %v", name, err)
 	}
-	inSync("initial sync")
+}
 
-	// Creates, updates, deletes.
+func (s *syncedInformers) update(t *testing.T, name, value string) {
+	t.Helper()
+	if _, err := s.cms.Update(s.ctx, configMap(name, map[string]string{"v": value}, map[string]string{"app": "sync"}), metav1.UpdateOptions{}); err != nil {
+		t.Errorf("update %s: %v", name, err)
+	}
+}
+
+func (s *syncedInformers) del(t *testing.T, name string) {
+	t.Helper()
+	if err := s.cms.Delete(s.ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete %s: %v", name, err)
+	}
+}
+
+// inSync waits until both informers' stores and main's handlers agree with storage, and
+// checks that main's store stays so.
+func (s *syncedInformers) inSync(t *testing.T, what string) {
+	t.Helper()
+	eventually(t, 20*time.Second, what, func() (bool, string) {
+		want, err := storageState(s.ctx, s.writer, "")
+		if err != nil {
+			return false, err.Error()
+		}
+		for name, got := range map[string]map[string]cmState{
+			"informer store":               storeState(s.informer.GetStore()),
+			"informer handlers":            s.view.state(),
+			"short-timeout informer store": storeState(s.shortInformer.GetStore()),
+		} {
+			if d := diffStates(got, want); d != "" {
+				return false, name + " differs from storage:" + d
+			}
+		}
+		return true, ""
+	})
+	// Quiet means stable: nothing arrives late.
+	time.Sleep(200 * time.Millisecond)
+	want, err := storageState(s.ctx, s.writer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffStates(storeState(s.informer.GetStore()), want); d != "" {
+		t.Fatalf("%s: informer diverged after converging:%s", what, d)
+	}
+}
+
+func (s *syncedInformers) createUpdateDelete(t *testing.T) {
 	for i := range 7 {
-		create(fmt.Sprintf("cm-%d", i), "1")
+		s.create(t, fmt.Sprintf("cm-%d", i), "1")
 	}
 	for i := range 4 {
-		update(fmt.Sprintf("cm-%d", i), "2")
+		s.update(t, fmt.Sprintf("cm-%d", i), "2")
 	}
 	for _, name := range []string{"pre-0", "cm-4", "cm-5"} {
-		del(name)
+		s.del(t, name)
 	}
-	inSync("after creates, updates and deletes")
+	s.inSync(t, "after creates, updates and deletes")
 	for _, name := range []string{"pre-0", "cm-4", "cm-5"} {
-		if n := view.deletedCount(key(ns, name)); n != 1 {
+		if n := s.view.deletedCount(key(s.ns, name)); n != 1 {
 			t.Errorf("handlers saw %d deletions of %s, want 1", n, name)
 		}
 	}
+}
 
-	// Compaction: etcd moves on (other resources change) until the informers' resourceVersion
-	// is compacted. A plain watch from it gets kube's 410 ERROR event.
-	oldRV := informer.LastSyncResourceVersion()
-	shortOldRV := shortInformer.LastSyncResourceVersion()
-	ev := waitCompacted(t, clk, func(ctx context.Context) (watch.Interface, error) {
-		return writer.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV, LabelSelector: syncSelector})
+// compactPastInformers has etcd move on (other resources change) until the informers'
+// resourceVersion is compacted, and returns main's: a plain watch from it gets kube's 410
+// ERROR event, and the short-timeout informer, rewatching from its own within two seconds,
+// gets 410 and starts over from a fresh initial state.
+func (s *syncedInformers) compactPastInformers(t *testing.T) string {
+	oldRV := s.informer.LastSyncResourceVersion()
+	shortOldRV := s.shortInformer.LastSyncResourceVersion()
+	ev := waitCompacted(t, s.clk, func(ctx context.Context) (watch.Interface, error) {
+		return s.writer.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ResourceVersion: oldRV, LabelSelector: syncSelector})
 	})
 	expectTooOld(t, ev, oldRV)
 
-	// The short-timeout informer restarts its watch from its (compacted) resourceVersion within
-	// two seconds, gets 410, and starts over from a fresh initial state.
 	eventually(t, 10*time.Second, "short-timeout informer's rewatch from a compacted resourceVersion gets 410, then relists", func() (bool, string) {
-		exs := short.rec.exchanges("/configmaps")
+		exs := s.short.rec.exchanges("/configmaps")
 		for i, e := range exs {
 			if e.isWatch() && e.URL.Query().Get("resourceVersion") == shortOldRV && hasGone(e.events()) {
 				for _, later := range exs[i+1:] {
@@ -247,30 +278,33 @@ func TestInformerStaysInSync(t *testing.T) {
 		}
 		return false, "requests:" + describe(exs)
 	})
+	return oldRV
+}
 
-	// The default informer's connection dies and cannot be re-established for a moment, during
-	// which ConfigMaps change; its rewatch from the compacted resourceVersion gets 410 and it
-	// relists, noticing the deletions it missed.
+// interruptWatchDuringChanges: main's connection dies and cannot be re-established for a
+// moment, during which ConfigMaps change; its rewatch from the compacted oldRV gets 410 and it
+// relists, noticing the deletions it missed.
+func (s *syncedInformers) interruptWatchDuringChanges(t *testing.T, oldRV string) {
 	killed := time.Now()
-	main.dialer.setDown(true)
-	if n := main.dialer.kill(); n == 0 {
+	s.main.dialer.setDown(true)
+	if n := s.main.dialer.kill(); n == 0 {
 		t.Fatal("the informer had no open connection to kill")
 	}
-	create("down-0", "1")
-	create("down-1", "1")
-	update("cm-0", "3")
-	update("cm-1", "3")
-	del("cm-2")
-	del("cm-3")
-	main.dialer.setDown(false)
-	inSync("after compaction and an interrupted watch")
+	s.create(t, "down-0", "1")
+	s.create(t, "down-1", "1")
+	s.update(t, "cm-0", "3")
+	s.update(t, "cm-1", "3")
+	s.del(t, "cm-2")
+	s.del(t, "cm-3")
+	s.main.dialer.setDown(false)
+	s.inSync(t, "after compaction and an interrupted watch")
 	for _, name := range []string{"cm-2", "cm-3"} {
-		if n := view.deletedCount(key(ns, name)); n != 1 {
+		if n := s.view.deletedCount(key(s.ns, name)); n != 1 {
 			t.Errorf("handlers saw %d deletions of %s (deleted while disconnected), want 1", n, name)
 		}
 	}
 	var after []*exchange
-	for _, e := range main.rec.exchanges("/configmaps") {
+	for _, e := range s.main.rec.exchanges("/configmaps") {
 		if e.At.After(killed) && e.Status != 0 {
 			after = append(after, e)
 		}
@@ -278,27 +312,29 @@ func TestInformerStaysInSync(t *testing.T) {
 	if len(after) < 2 || !after[0].isWatch() || after[0].URL.Query().Get("resourceVersion") != oldRV || !hasGone(after[0].events()) || !isInitialState(after[1]) {
 		t.Errorf("after reconnecting, want a watch from resourceVersion %s answered with 410, then a relist; requests were:%s", oldRV, describe(after))
 	}
+}
 
-	// Connections killed while changes stream in: the informers resume and converge.
+// killConnectionsWhileChangesStream: the informers resume and converge.
+func (s *syncedInformers) killConnectionsWhileChangesStream(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range 30 {
-			update("cm-6", fmt.Sprint(i))
+			s.update(t, "cm-6", fmt.Sprint(i))
 			if i%10 == 0 {
-				create(fmt.Sprintf("burst-%d", i), "1")
+				s.create(t, fmt.Sprintf("burst-%d", i), "1")
 			}
 			if i%10 == 5 {
-				del(fmt.Sprintf("burst-%d", i-5))
+				s.del(t, fmt.Sprintf("burst-%d", i-5))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
 	for range 3 {
 		time.Sleep(100 * time.Millisecond)
-		main.dialer.kill()
-		short.dialer.kill()
+		s.main.dialer.kill()
+		s.short.dialer.kill()
 	}
 	<-done
-	inSync("after interrupted watches")
+	s.inSync(t, "after interrupted watches")
 }

@@ -34,7 +34,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -243,12 +245,41 @@ func TestWebhookInstallOptions(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	logs := &logBuffer{}
 	log.SetLogger(funcr.New(logs.add, funcr.Options{}))
-	defer func() {
+	// Registered first, so it runs after the manager's and envtest's stops, which may fail.
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("controller-runtime's log:\n%s", logs)
 		}
-	}()
+	})
 
+	env := installWebhooksWithEnvtest(t, cs, ns)
+	seen := serveWebhooks(t, ctx, &env.WebhookInstallOptions)
+
+	warnings := &warningLog{}
+	cfg := rest.CopyConfig(servers.stable)
+	cfg.WarningHandler = warnings
+	cms := clientset(t, cfg).CoreV1().ConfigMaps(ns)
+	labels := map[string]string{testLabel: "yes"}
+	// lapis reads webhook configurations through informers, as kube-apiserver: a dry run
+	// (webhooks with sideEffects None are called on dry runs) tells when they are in force.
+	eventually(t, 20*time.Second, "the mutating webhook called", func() (bool, string) {
+		cm, err := cms.Create(ctx, configMap("probe", nil, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return cm.Labels["defaulted-by"] == "webhook", fmt.Sprintf("labels %v", cm.Labels)
+	})
+	warnings.take()
+
+	checkConfigMapWebhooks(t, ctx, cms, labels, warnings)
+	checkWidgetWebhooks(t, ctx, dynamic.NewForConfigOrDie(cfg).Resource(widgetGVR).Namespace(ns), warnings)
+	checkWebhookCalls(t, ctx, ns, labels, seen)
+}
+
+// installWebhooksWithEnvtest has envtest (against lapis) install the Widget CRD and, for the
+// test's namespace, a mutating and a validating configuration with a webhook each for
+// ConfigMaps and Widgets, pointed at envtest's local webhook server.
+func installWebhooksWithEnvtest(t *testing.T, cs kubernetes.Interface, ns string) *envtest.Environment {
 	nsSel, objSel := testSelectors(ns)
 	rules := func(group, resource string) []admissionregistrationv1.RuleWithOperations {
 		return []admissionregistrationv1.RuleWithOperations{{
@@ -301,15 +332,17 @@ func TestWebhookInstallOptions(t *testing.T) {
 			t.Errorf("envtest stop: %v", err)
 		}
 	})
+	return env
+}
 
-	// A manager serving the webhooks where envtest pointed them.
+// serveWebhooks starts a controller-runtime manager serving the webhooks where envtest pointed
+// them (stopped when the test ends) and returns the record of their calls.
+func serveWebhooks(t *testing.T, ctx context.Context, wio *envtest.WebhookInstallOptions) *calls {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	widgetGV := schema.GroupVersion{Group: widgetGroup, Version: "v1"}
-	scheme.AddKnownTypes(widgetGV, &Widget{})
-	wio := &env.WebhookInstallOptions
+	scheme.AddKnownTypes(schema.GroupVersion{Group: widgetGroup, Version: "v1"}, &Widget{})
 	mgr, err := ctrl.NewManager(servers.stable, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -332,35 +365,22 @@ func TestWebhookInstallOptions(t *testing.T) {
 	mgrCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
-	defer func() {
+	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
 		}
-	}()
+	})
 	eventually(t, 20*time.Second, "the webhook server serving", func() (bool, string) {
 		err := mgr.GetWebhookServer().StartedChecker()(nil)
 		return err == nil, fmt.Sprint(err)
 	})
+	return seen
+}
 
-	warnings := &warningLog{}
-	cfg := rest.CopyConfig(servers.stable)
-	cfg.WarningHandler = warnings
-	client := clientset(t, cfg)
-	cms := client.CoreV1().ConfigMaps(ns)
-	labels := map[string]string{testLabel: "yes"}
-	// lapis reads webhook configurations through informers, as kube-apiserver: a dry run
-	// (webhooks with sideEffects None are called on dry runs) tells when they are in force.
-	eventually(t, 20*time.Second, "the mutating webhook called", func() (bool, string) {
-		cm, err := cms.Create(ctx, configMap("probe", nil, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return false, err.Error()
-		}
-		return cm.Labels["defaulted-by"] == "webhook", fmt.Sprintf("labels %v", cm.Labels)
-	})
-	warnings.take()
-
-	// ConfigMap: created defaulted; updated, defaulted again and warned about; red refused.
+// checkConfigMapWebhooks: a ConfigMap is created defaulted; updated, defaulted again and
+// warned about; red refused. One the webhooks do not select is left alone.
+func checkConfigMapWebhooks(t *testing.T, ctx context.Context, cms typedcorev1.ConfigMapInterface, labels map[string]string, warnings *warningLog) {
 	cm, err := cms.Create(ctx, configMap("paint", map[string]string{"color": "blue"}, labels), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
@@ -396,12 +416,13 @@ func TestWebhookInstallOptions(t *testing.T) {
 	if err != nil || plain.Labels["defaulted-by"] != "" {
 		t.Errorf("a ConfigMap without the test's label: %v, labels %v", err, plain.Labels)
 	}
+}
 
-	// The custom resource: size defaulted on create, the operation written down on update,
-	// sizes over 10 refused.
-	dyn := dynamic.NewForConfigOrDie(cfg).Resource(widgetGVR).Namespace(ns)
+// checkWidgetWebhooks: the custom resource's size is defaulted on create, the operation
+// written down on update, sizes over 10 refused.
+func checkWidgetWebhooks(t *testing.T, ctx context.Context, dyn dynamic.ResourceInterface, warnings *warningLog) {
 	widget := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": widgetGV.String(), "kind": "Widget",
+		"apiVersion": schema.GroupVersion{Group: widgetGroup, Version: "v1"}.String(), "kind": "Widget",
 		"metadata": map[string]any{"name": "w", "labels": map[string]any{testLabel: "yes"}},
 		"spec":     map[string]any{"color": "blue"},
 	}}
@@ -429,8 +450,11 @@ func TestWebhookInstallOptions(t *testing.T) {
 	_ = unstructured.SetNestedField(big.Object, int64(12), "spec", "size")
 	_, err = dyn.Create(ctx, big, metav1.CreateOptions{})
 	expectStatus(t, err, http.StatusForbidden, metav1.StatusReasonForbidden, `admission webhook "vwidget.lapis.dev" denied the request: size 12 is over 10`)
+}
 
-	// Each call was made as the request's user: the admin, or whom the admin impersonates.
+// checkWebhookCalls: each call was made as the request's user (the admin, or whom the admin
+// impersonates), with the request's options as kube-apiserver sends them.
+func checkWebhookCalls(t *testing.T, ctx context.Context, ns string, labels map[string]string, seen *calls) {
 	alice := rest.CopyConfig(servers.stable)
 	alice.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters"}}
 	if _, err := clientset(t, alice).CoreV1().ConfigMaps(ns).Create(ctx, configMap("alices", nil, labels), metav1.CreateOptions{}); err != nil {

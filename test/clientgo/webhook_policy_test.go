@@ -1,6 +1,7 @@
 package clientgo
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -10,6 +11,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
@@ -25,6 +28,44 @@ func TestAdmissionPolicies(t *testing.T) {
 	cs := clientset(t, servers.stable)
 	ns := namespace(t, cs)
 	ctx := ctxFor(t, time.Minute)
+	ar := cs.AdmissionregistrationV1()
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap("limits", map[string]string{"max": "3"}, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	admissionPoliciesFor(ns).install(t, ctx, ar)
+
+	warnings := &warningLog{}
+	cfg := rest.CopyConfig(servers.stable)
+	cfg.WarningHandler = warnings
+	cms := clientset(t, cfg).CoreV1().ConfigMaps(ns)
+	labels := map[string]string{testLabel: "yes"}
+	// Policies are read through informers, as kube-apiserver reads them: wait for them.
+	eventually(t, 20*time.Second, "the policies in force", func() (bool, string) {
+		_, err := cms.Create(ctx, configMap("probe", map[string]string{"color": "red"}, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, "red admitted"
+	})
+	eventually(t, 20*time.Second, "the mutating policy in force", func() (bool, string) {
+		cm, err := cms.Create(ctx, configMap("probe", nil, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && cm.Labels["mutated"] == "by-policy", fmt.Sprint(err)
+	})
+	warnings.take()
+
+	checkPolicyDecisions(t, ctx, cms, ns, labels, warnings)
+	checkPolicyTypeChecking(t, ctx, ar, ns)
+}
+
+// admissionPolicies is TestAdmissionPolicies's policies and bindings, named for its namespace.
+type admissionPolicies struct {
+	validating      []*admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings        []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	mutating        *admissionregistrationv1.MutatingAdmissionPolicy
+	mutatingBinding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+}
+
+// admissionPoliciesFor makes, for the test's labelled ConfigMaps in ns, validating policies
+// that deny red, warn of green and limit the keys to a parameter ConfigMap's max, one that
+// type checking finds wrong, and a mutating policy that adds a label.
+func admissionPoliciesFor(ns string) *admissionPolicies {
 	nsSel, objSel := testSelectors(ns)
 	configMaps := admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -76,54 +117,42 @@ func TestAdmissionPolicies(t *testing.T) {
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: mutating.Name,
 			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: nsSel, ObjectSelector: objSel}}}
 
-	ar := cs.AdmissionregistrationV1()
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, configMap("limits", map[string]string{"max": "3"}, nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range policies {
-		if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	return &admissionPolicies{validating: policies, bindings: bindings, mutating: mutating, mutatingBinding: mutatingBinding}
+}
+
+// install creates the policies and their bindings, deleted when the test ends.
+func (p *admissionPolicies) install(t *testing.T, ctx context.Context, ar admissionregistrationv1client.AdmissionregistrationV1Interface) {
+	for _, vap := range p.validating {
+		if _, err := ar.ValidatingAdmissionPolicies().Create(ctx, vap, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, b := range bindings {
+	for _, b := range p.bindings {
 		if _, err := ar.ValidatingAdmissionPolicyBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ar.MutatingAdmissionPolicies().Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
+	if _, err := ar.MutatingAdmissionPolicies().Create(ctx, p.mutating, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ar.MutatingAdmissionPolicyBindings().Create(ctx, mutatingBinding, metav1.CreateOptions{}); err != nil {
+	if _, err := ar.MutatingAdmissionPolicyBindings().Create(ctx, p.mutatingBinding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		bg := ctxFor(t, 10*time.Second)
-		for _, b := range bindings {
+		for _, b := range p.bindings {
 			_ = ar.ValidatingAdmissionPolicyBindings().Delete(bg, b.Name, metav1.DeleteOptions{})
 		}
-		for _, p := range policies {
-			_ = ar.ValidatingAdmissionPolicies().Delete(bg, p.Name, metav1.DeleteOptions{})
+		for _, vap := range p.validating {
+			_ = ar.ValidatingAdmissionPolicies().Delete(bg, vap.Name, metav1.DeleteOptions{})
 		}
-		_ = ar.MutatingAdmissionPolicyBindings().Delete(bg, mutatingBinding.Name, metav1.DeleteOptions{})
-		_ = ar.MutatingAdmissionPolicies().Delete(bg, mutating.Name, metav1.DeleteOptions{})
+		_ = ar.MutatingAdmissionPolicyBindings().Delete(bg, p.mutatingBinding.Name, metav1.DeleteOptions{})
+		_ = ar.MutatingAdmissionPolicies().Delete(bg, p.mutating.Name, metav1.DeleteOptions{})
 	})
+}
 
-	warnings := &warningLog{}
-	cfg := rest.CopyConfig(servers.stable)
-	cfg.WarningHandler = warnings
-	cms := clientset(t, cfg).CoreV1().ConfigMaps(ns)
-	labels := map[string]string{testLabel: "yes"}
-	// Policies are read through informers, as kube-apiserver reads them: wait for them.
-	eventually(t, 20*time.Second, "the policies in force", func() (bool, string) {
-		_, err := cms.Create(ctx, configMap("probe", map[string]string{"color": "red"}, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err != nil, "red admitted"
-	})
-	eventually(t, 20*time.Second, "the mutating policy in force", func() (bool, string) {
-		cm, err := cms.Create(ctx, configMap("probe", nil, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil && cm.Labels["mutated"] == "by-policy", fmt.Sprint(err)
-	})
-	warnings.take()
-
+// checkPolicyDecisions writes ConfigMaps the policies admit, mutate, deny and warn of.
+func checkPolicyDecisions(t *testing.T, ctx context.Context, cms typedcorev1.ConfigMapInterface, ns string, labels map[string]string, warnings *warningLog) {
 	// Admitted, and mutated by the MutatingAdmissionPolicy.
 	cm, err := cms.Create(ctx, configMap("blue", map[string]string{"color": "blue"}, labels), metav1.CreateOptions{})
 	if err != nil {
@@ -137,7 +166,7 @@ func TestAdmissionPolicies(t *testing.T) {
 	}
 
 	// Deny: kube's answer, word for word.
-	denied := func(name, message string) {
+	denied := func(err error, name, message string) {
 		t.Helper()
 		s := expectStatus(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			fmt.Sprintf(`configmaps %q is forbidden: %s`, name, message))
@@ -147,13 +176,13 @@ func TestAdmissionPolicies(t *testing.T) {
 		}
 	}
 	_, err = cms.Create(ctx, configMap("red", map[string]string{"color": "red"}, labels), metav1.CreateOptions{})
-	denied("red", fmt.Sprintf(`ValidatingAdmissionPolicy 'no-red-%[1]s' with binding 'no-red-binding-%[1]s' denied request: red is not allowed`, ns))
+	denied(err, "red", fmt.Sprintf(`ValidatingAdmissionPolicy 'no-red-%[1]s' with binding 'no-red-binding-%[1]s' denied request: red is not allowed`, ns))
 	cm.Data["color"] = "red"
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	denied("blue", fmt.Sprintf(`ValidatingAdmissionPolicy 'no-red-%[1]s' with binding 'no-red-binding-%[1]s' denied request: red is not allowed`, ns))
+	denied(err, "blue", fmt.Sprintf(`ValidatingAdmissionPolicy 'no-red-%[1]s' with binding 'no-red-binding-%[1]s' denied request: red is not allowed`, ns))
 	// Params: the binding's ConfigMap says at most 3 keys.
 	_, err = cms.Create(ctx, configMap("many", map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}, labels), metav1.CreateOptions{})
-	denied("many", fmt.Sprintf(`ValidatingAdmissionPolicy 'max-keys-%[1]s' with binding 'max-keys-binding-%[1]s' denied request: at most 3 keys in many`, ns))
+	denied(err, "many", fmt.Sprintf(`ValidatingAdmissionPolicy 'max-keys-%[1]s' with binding 'max-keys-binding-%[1]s' denied request: at most 3 keys in many`, ns))
 	warnings.take()
 
 	// Warn: admitted with a warning; alongside a denial, the warning comes with it (as kube).
@@ -165,7 +194,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		t.Errorf("warnings %q, want %q", got, warnGreen)
 	}
 	_, err = cms.Create(ctx, configMap("green-many", map[string]string{"color": "green", "a": "1", "b": "2", "c": "3"}, labels), metav1.CreateOptions{})
-	denied("green-many", fmt.Sprintf(`ValidatingAdmissionPolicy 'max-keys-%[1]s' with binding 'max-keys-binding-%[1]s' denied request: at most 3 keys in green-many`, ns))
+	denied(err, "green-many", fmt.Sprintf(`ValidatingAdmissionPolicy 'max-keys-%[1]s' with binding 'max-keys-binding-%[1]s' denied request: at most 3 keys in green-many`, ns))
 	if got := warnings.take(); !slices.Equal(got, []string{warnGreen}) {
 		t.Errorf("warnings with the denial %q, want %q", got, warnGreen)
 	}
@@ -174,8 +203,10 @@ func TestAdmissionPolicies(t *testing.T) {
 	if plain, err := cms.Create(ctx, configMap("plain", map[string]string{"color": "red"}, nil), metav1.CreateOptions{}); err != nil || plain.Labels["mutated"] != "" {
 		t.Errorf("a ConfigMap without the test's label: %v, labels %v", err, plain.Labels)
 	}
+}
 
-	// Type checking: kube-controller-manager's status controller, kube's warning.
+// checkPolicyTypeChecking: kube-controller-manager's status controller, kube's warning.
+func checkPolicyTypeChecking(t *testing.T, ctx context.Context, ar admissionregistrationv1client.AdmissionregistrationV1Interface, ns string) {
 	want := admissionregistrationv1.ValidatingAdmissionPolicyStatus{ObservedGeneration: 1, TypeChecking: &admissionregistrationv1.TypeChecking{
 		ExpressionWarnings: []admissionregistrationv1.ExpressionWarning{{FieldRef: "spec.validations[0].expression",
 			Warning: "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_==_' applied to '(int, string)'\n | object.spec.replicas == 'three'\n | .....................^\n"}}}}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -295,66 +296,104 @@ func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster and 3 lapis (about a minute)")
 	}
-	etcd := startCluster(t, 3, false)
-	replicas := startReplicas(t, etcd.clientURLs, 3)
-	ctx := t.Context()
+	s := startFailover(t)
+	t.Run("identity Leases and the kubernetes Service's endpoints name every replica", s.identityLeasesNameEveryReplica)
+	t.Run("Services created through every replica at once get distinct cluster IPs and node ports", func(t *testing.T) {
+		testAllocation(t, s.ctx, s.replicas)
+	})
 
+	s.prepareWork(t)
+	s.loadThroughFailures(t)
+	t.Run("every acknowledged write is there", s.acknowledgedWritesArePresent)
+	t.Run("reads on any replica see the latest write; lists continue on another replica", s.readsAndListsAcrossReplicas)
+	t.Run("informers converge to the final state, with no duplicate and no gap", s.informersConverge)
+	t.Run("singleton work ran on one replica at a time", s.singletonWorkRanOnce)
+	t.Run("the dead replica leaves the kubernetes Service's endpoints", s.deadReplicaLeavesEndpoints)
+	t.Run("a leader stopped gracefully hands the Lease over within a retry period", s.gracefulStopHandsOver)
+	t.Run("without etcd's quorum writes fail with a 5xx; with it back they work and the work resumes", s.quorumLossAndReturn)
+}
+
+// failover is TestReplicas's cluster and what its steps hand on: who led and was killed, the
+// survivors, what the load acknowledged, and who took over. The steps run in order.
+type failover struct {
+	ctx       context.Context // the whole test's
+	etcd      *cluster
+	replicas  []*replica
+	leader    *replica   // the replica that leads at the start: the one to kill
+	survivors []*replica // the others, a and b
+	a, b      *replica
+	lease0    *coordinationv1.Lease // the controllers' Lease before the kill
+
+	informers []*informer            // listing on a survivor and watching on the other
+	saEvents  func(ns string) string // the ServiceAccount watch's events of a namespace
+
+	work         *load
+	firstStopped *embed.Etcd // the etcd member stopped during the load
+	killed       time.Time   // when the leader was killed
+	next         *replica    // the survivor that took over
+}
+
+// startFailover starts 3 etcd members and 3 replicas and finds the one that leads.
+func startFailover(t *testing.T) *failover {
+	etcd := startCluster(t, 3, false)
+	s := &failover{ctx: t.Context(), etcd: etcd, replicas: startReplicas(t, etcd.clientURLs, 3)}
 	// Exactly one replica leads; it is the one to kill.
-	var leader *replica
 	eventually(t, 10*time.Second, "one replica leads", func() (bool, string) {
 		var leading []string
-		for _, r := range replicas {
+		for _, r := range s.replicas {
 			if ids := r.leading(); len(ids) > 0 {
-				leader = r
+				s.leader = r
 				leading = append(leading, r.name+":"+strings.Join(ids, ","))
 			}
 		}
 		return len(leading) == 1, fmt.Sprint(leading)
 	})
-	var survivors []*replica
-	for _, r := range replicas {
-		if r != leader {
-			survivors = append(survivors, r)
+	for _, r := range s.replicas {
+		if r != s.leader {
+			s.survivors = append(s.survivors, r)
 		}
 	}
-	a, b := survivors[0], survivors[1]
-	lease0, err := a.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
+	s.a, s.b = s.survivors[0], s.survivors[1]
+	lease0, err := s.a.client.CoordinationV1().Leases("kube-system").Get(s.ctx, controllersLease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *lease0.Spec.HolderIdentity != leader.leading()[0] {
-		t.Fatalf("Lease held by %s; %s logged leading as %s", *lease0.Spec.HolderIdentity, leader.name, leader.leading()[0])
+	if *lease0.Spec.HolderIdentity != s.leader.leading()[0] {
+		t.Fatalf("Lease held by %s; %s logged leading as %s", *lease0.Spec.HolderIdentity, s.leader.name, s.leader.leading()[0])
 	}
+	s.lease0 = lease0
+	return s
+}
 
-	t.Run("identity Leases and the kubernetes Service's endpoints name every replica", func(t *testing.T) {
-		eventually(t, 15*time.Second, "3 identity Leases, 3 endpoints", func() (bool, string) {
-			leases, err := a.client.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity=kube-apiserver"})
-			if err != nil {
-				return false, err.Error()
-			}
-			n, detail := endpointCount(ctx, b.client)
-			return len(leases.Items) == 3 && n == 3, fmt.Sprintf("%d leases, endpoints %s", len(leases.Items), detail)
-		})
+func (s *failover) identityLeasesNameEveryReplica(t *testing.T) {
+	eventually(t, 15*time.Second, "3 identity Leases, 3 endpoints", func() (bool, string) {
+		leases, err := s.a.client.CoordinationV1().Leases("kube-system").List(s.ctx, metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity=kube-apiserver"})
+		if err != nil {
+			return false, err.Error()
+		}
+		n, detail := endpointCount(s.ctx, s.b.client)
+		return len(leases.Items) == 3 && n == 3, fmt.Sprintf("%d leases, endpoints %s", len(leases.Items), detail)
 	})
+}
 
-	t.Run("Services created through every replica at once get distinct cluster IPs and node ports", func(t *testing.T) {
-		testAllocation(t, ctx, replicas)
-	})
-
+// prepareWork makes what the checks after the failures look at: the namespaces, two informers,
+// a ServiceAccount watch, and an owner with dependents for the garbage collector.
+func (s *failover) prepareWork(t *testing.T) {
+	ctx, a, b := s.ctx, s.a, s.b
 	for _, ns := range []string{loadNS, gcNS} {
 		if _, err := a.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Informers listing on one replica and watching on another, never the one to be killed.
-	informers := []*informer{newInformer(ctx, "list "+a.name+", watch "+b.name, a, b), newInformer(ctx, "list "+b.name+", watch "+a.name, b, a)}
-	for _, inf := range informers {
+	s.informers = []*informer{newInformer(ctx, "list "+a.name+", watch "+b.name, a, b), newInformer(ctx, "list "+b.name+", watch "+a.name, b, a)}
+	for _, inf := range s.informers {
 		if !cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced) {
 			t.Fatal("informer did not sync")
 		}
 	}
 	// ServiceAccounts as a watch sees them: the default one must be made once per namespace.
-	saEvents := watchServiceAccounts(t, ctx, b)
+	s.saEvents = watchServiceAccounts(t, ctx, b)
 
 	// The collector's work: dependents of an owner deleted while no replica leads.
 	owner, err := a.client.CoreV1().ConfigMaps(gcNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
@@ -368,16 +407,20 @@ func TestReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
-	// The load: three workers, each op through the next live replica.
+// loadThroughFailures runs three writers, each op through the next live replica, while one etcd
+// member stops and then the leader is killed, and waits for another replica to take over.
+func (s *failover) loadThroughFailures(t *testing.T) {
+	ctx := s.ctx
 	var aliveMu sync.Mutex
-	alive := slices.Clone(replicas)
+	alive := slices.Clone(s.replicas)
 	pick := func(i int) *replica {
 		aliveMu.Lock()
 		defer aliveMu.Unlock()
 		return alive[i%len(alive)]
 	}
-	ld := &load{objects: map[string]*want{}}
+	s.work = &load{objects: map[string]*want{}}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	var workers sync.WaitGroup
@@ -385,7 +428,7 @@ func TestReplicas(t *testing.T) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			ld.worker(loadCtx, w, pick)
+			s.work.worker(loadCtx, w, pick)
 		}()
 	}
 	createNS := func(names ...string) {
@@ -400,303 +443,318 @@ func TestReplicas(t *testing.T) {
 	createNS("before-0", "before-1")
 	time.Sleep(time.Second)
 	// One etcd member of three goes: clients must not notice.
-	firstStopped := etcd.members[2]
-	etcd.stop(firstStopped)
-	t.Logf("etcd member %s stopped", firstStopped.Config().Name)
+	s.firstStopped = s.etcd.members[2]
+	s.etcd.stop(s.firstStopped)
+	t.Logf("etcd member %s stopped", s.firstStopped.Config().Name)
 	time.Sleep(2 * time.Second)
 
 	// The leader dies.
 	aliveMu.Lock()
-	alive = survivors
+	alive = s.survivors
 	aliveMu.Unlock()
-	leader.proc.Kill()
-	killed := time.Now()
-	t.Logf("%s (the leader) killed", leader.name)
+	s.leader.proc.Kill()
+	s.killed = time.Now()
+	t.Logf("%s (the leader) killed", s.leader.name)
 	createNS("leaderless-0", "leaderless-1")
-	if err := a.client.CoreV1().ConfigMaps(gcNS).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}); err != nil {
+	if err := s.a.client.CoreV1().ConfigMaps(gcNS).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}
+	s.awaitHandover(t)
+	createNS("after-0", "after-1")
+	time.Sleep(3 * time.Second)
+	stopLoad()
+	workers.Wait()
+	t.Logf("load: %d writes acknowledged, %d in doubt or refused", s.work.acked, s.work.failed)
+	if s.work.acked < 100 {
+		t.Errorf("only %d writes acknowledged", s.work.acked)
+	}
+}
 
-	var next *replica
+// awaitHandover waits for a survivor to lead, within handoverBound of the kill.
+func (s *failover) awaitHandover(t *testing.T) {
 	eventually(t, handoverBound+5*time.Second, "another replica leads", func() (bool, string) {
-		for _, r := range survivors {
+		for _, r := range s.survivors {
 			if len(r.leading()) > 0 {
-				next = r
+				s.next = r
 				return true, ""
 			}
 		}
 		return false, "no survivor leads"
 	})
-	handover := time.Since(killed)
-	t.Logf("%s leads %v after the kill", next.name, handover.Round(10*time.Millisecond))
+	handover := time.Since(s.killed)
+	t.Logf("%s leads %v after the kill", s.next.name, handover.Round(10*time.Millisecond))
 	if handover > handoverBound {
 		t.Errorf("handover took %v; want at most %v", handover, handoverBound)
 	}
-	createNS("after-0", "after-1")
-	time.Sleep(3 * time.Second)
-	stopLoad()
-	workers.Wait()
-	t.Logf("load: %d writes acknowledged, %d in doubt or refused", ld.acked, ld.failed)
-	if ld.acked < 100 {
-		t.Errorf("only %d writes acknowledged", ld.acked)
+}
+
+func (s *failover) acknowledgedWritesArePresent(t *testing.T) {
+	list, err := s.a.client.CoreV1().ConfigMaps(loadNS).List(s.ctx, metav1.ListOptions{}) // a consistent read
+	if err != nil {
+		t.Fatal(err)
 	}
+	got := map[string]corev1.ConfigMap{}
+	for _, cm := range list.Items {
+		got[cm.Name] = cm
+	}
+	checked := 0
+	for name, w := range s.work.objects {
+		if !w.known {
+			continue
+		}
+		checked++
+		cm, ok := got[name]
+		switch {
+		case ok != w.exists:
+			t.Errorf("%s: present %v; acknowledged writes say %v", name, ok, w.exists)
+		case ok && (cm.Data["v"] != w.value || cm.ResourceVersion != w.version):
+			t.Errorf("%s: v=%s at %s; acknowledged v=%s at %s", name, cm.Data["v"], cm.ResourceVersion, w.value, w.version)
+		}
+	}
+	t.Logf("%d objects checked", checked)
+}
 
-	t.Run("every acknowledged write is there", func(t *testing.T) {
-		list, err := a.client.CoreV1().ConfigMaps(loadNS).List(ctx, metav1.ListOptions{}) // a consistent read
+func (s *failover) readsAndListsAcrossReplicas(t *testing.T) {
+	ctx, survivors := s.ctx, s.survivors
+	for i := range 20 {
+		writer, reader := survivors[i%2], survivors[(i+1)%2]
+		cm, err := writer.client.CoreV1().ConfigMaps(loadNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("read-%d", i)}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]corev1.ConfigMap{}
+		got, err := reader.client.CoreV1().ConfigMaps(loadNS).Get(ctx, cm.Name, metav1.GetOptions{})
+		if err != nil || got.ResourceVersion != cm.ResourceVersion {
+			t.Errorf("read through %s after the write through %s: %v %v", reader.name, writer.name, got, err)
+		}
+	}
+	full, err := s.a.client.CoreV1().ConfigMaps(loadNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []string
+	opts := metav1.ListOptions{Limit: 100}
+	for page := 0; ; page++ {
+		r := survivors[page%2]
+		list, err := r.client.CoreV1().ConfigMaps(loadNS).List(ctx, opts)
+		if err != nil {
+			t.Fatalf("page %d through %s: %v", page, r.name, err)
+		}
 		for _, cm := range list.Items {
-			got[cm.Name] = cm
+			pages = append(pages, cm.Name+"@"+cm.ResourceVersion)
 		}
-		checked := 0
-		for name, w := range ld.objects {
-			if !w.known {
-				continue
-			}
-			checked++
-			cm, ok := got[name]
-			switch {
-			case ok != w.exists:
-				t.Errorf("%s: present %v; acknowledged writes say %v", name, ok, w.exists)
-			case ok && (cm.Data["v"] != w.value || cm.ResourceVersion != w.version):
-				t.Errorf("%s: v=%s at %s; acknowledged v=%s at %s", name, cm.Data["v"], cm.ResourceVersion, w.value, w.version)
-			}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
 		}
-		t.Logf("%d objects checked", checked)
-	})
+	}
+	var whole []string
+	for _, cm := range full.Items {
+		whole = append(whole, cm.Name+"@"+cm.ResourceVersion)
+	}
+	if !slices.Equal(pages, whole) {
+		t.Errorf("pages across replicas: %d items; one list: %d", len(pages), len(whole))
+	}
+}
 
-	t.Run("reads on any replica see the latest write; lists continue on another replica", func(t *testing.T) {
-		for i := range 20 {
-			writer, reader := survivors[i%2], survivors[(i+1)%2]
-			cm, err := writer.client.CoreV1().ConfigMaps(loadNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("read-%d", i)}}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := reader.client.CoreV1().ConfigMaps(loadNS).Get(ctx, cm.Name, metav1.GetOptions{})
-			if err != nil || got.ResourceVersion != cm.ResourceVersion {
-				t.Errorf("read through %s after the write through %s: %v %v", reader.name, writer.name, got, err)
-			}
-		}
-		full, err := a.client.CoreV1().ConfigMaps(loadNS).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pages []string
-		opts := metav1.ListOptions{Limit: 100}
-		for page := 0; ; page++ {
-			r := survivors[page%2]
-			list, err := r.client.CoreV1().ConfigMaps(loadNS).List(ctx, opts)
-			if err != nil {
-				t.Fatalf("page %d through %s: %v", page, r.name, err)
-			}
-			for _, cm := range list.Items {
-				pages = append(pages, cm.Name+"@"+cm.ResourceVersion)
-			}
-			if opts.Continue = list.Continue; opts.Continue == "" {
-				break
-			}
-		}
-		var whole []string
-		for _, cm := range full.Items {
-			whole = append(whole, cm.Name+"@"+cm.ResourceVersion)
-		}
-		if !slices.Equal(pages, whole) {
-			t.Errorf("pages across replicas: %d items; one list: %d", len(pages), len(whole))
-		}
-	})
-
-	t.Run("informers converge to the final state, with no duplicate and no gap", func(t *testing.T) {
-		var truth map[string]string
-		for _, inf := range informers {
-			eventually(t, 20*time.Second, inf.name+" converges", func() (bool, string) {
-				var items []*corev1.ConfigMap
-				for _, ns := range []string{loadNS, gcNS} {
-					list, err := b.client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-					if err != nil {
-						return false, err.Error()
-					}
-					for i := range list.Items {
-						items = append(items, &list.Items[i])
-					}
+func (s *failover) informersConverge(t *testing.T) {
+	for _, inf := range s.informers {
+		eventually(t, 20*time.Second, inf.name+" converges", func() (bool, string) {
+			var items []*corev1.ConfigMap
+			for _, ns := range []string{loadNS, gcNS} {
+				list, err := s.b.client.CoreV1().ConfigMaps(ns).List(s.ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, err.Error()
 				}
-				truth = state(items)
-				var cached []*corev1.ConfigMap
-				for _, obj := range inf.informer.GetStore().List() {
-					cached = append(cached, obj.(*corev1.ConfigMap))
-				}
-				have := state(cached)
-				return mapsEqual(have, truth), diff(have, truth)
-			})
-			inf.rec.mu.Lock()
-			if len(inf.rec.dups) > 0 {
-				t.Errorf("%s: updates without a change (duplicates): %v", inf.name, inf.rec.dups)
-			}
-			for key, events := range inf.rec.events {
-				if !increasing(events) {
-					t.Errorf("%s: %s: events out of order or repeated: %v", inf.name, key, events)
+				for i := range list.Items {
+					items = append(items, &list.Items[i])
 				}
 			}
-			if inf.relisted() {
-				t.Logf("%s listed again (a watch too old); events before it may be merged", inf.name)
-			} else {
-				// Every acknowledged write was seen, at its resourceVersion.
-				for name, w := range ld.objects {
-					seen := inf.rec.events[loadNS+"/"+name]
-					for _, rv := range w.written {
-						if !slices.ContainsFunc(seen, func(e string) bool { return strings.HasSuffix(e, " "+rv) }) {
-							t.Errorf("%s: %s: write at %s not seen; events %v", inf.name, name, rv, seen)
-						}
-					}
-					if w.known && !w.exists && (len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], "DELETED")) {
-						t.Errorf("%s: %s: acknowledged delete not seen; events %v", inf.name, name, seen)
-					}
-				}
+			truth := state(items)
+			var cached []*corev1.ConfigMap
+			for _, obj := range inf.informer.GetStore().List() {
+				cached = append(cached, obj.(*corev1.ConfigMap))
 			}
-			inf.rec.mu.Unlock()
-		}
-	})
-
-	t.Run("singleton work ran on one replica at a time", func(t *testing.T) {
-		// The Lease changed hands once, to the replica that logged leading.
-		l, err := a.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := l.Spec.LeaseTransitions; got == nil || *got != *lease0.Spec.LeaseTransitions+1 {
-			t.Errorf("leaseTransitions %v; want %d", got, *lease0.Spec.LeaseTransitions+1)
-		}
-		if ids := next.leading(); len(ids) != 1 || *l.Spec.HolderIdentity != ids[0] {
-			t.Errorf("holder %s; %s logged leading as %v", *l.Spec.HolderIdentity, next.name, ids)
-		}
-		for _, r := range survivors {
-			if r != next && len(r.leading()) > 0 {
-				t.Errorf("%s led too: %v", r.name, r.leading())
-			}
-		}
-		if n := len(leader.leading()); n != 1 {
-			t.Errorf("the killed leader logged %d terms", n)
-		}
-		// Every namespace got its default ServiceAccount once, also those made while no
-		// replica led; the dependents of the owner deleted then went, each once.
-		namespaces := []string{"before-0", "before-1", "leaderless-0", "leaderless-1", "after-0", "after-1", loadNS, gcNS}
-		eventually(t, 15*time.Second, "default ServiceAccounts and the collector's deletes", func() (bool, string) {
-			var missing []string
-			for _, ns := range namespaces {
-				if _, err := a.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
-					missing = append(missing, ns)
-				}
-			}
-			deps, err := a.client.CoreV1().ConfigMaps(gcNS).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name!=kube-root-ca.crt"})
-			if err != nil {
-				return false, err.Error()
-			}
-			return len(missing) == 0 && len(deps.Items) == 0, fmt.Sprintf("no default ServiceAccount in %v; %d ConfigMaps left in %s", missing, len(deps.Items), gcNS)
+			have := state(cached)
+			return mapsEqual(have, truth), diff(have, truth)
 		})
-		time.Sleep(time.Second) // a second controller would have made its duplicate by now
-		if errs := saEvents("!"); errs != "" {
-			t.Errorf("watching ServiceAccounts again: %s", errs)
+		s.checkInformerEvents(t, inf)
+	}
+}
+
+// checkInformerEvents checks an informer's events: no duplicate, each object's in order, and,
+// unless it listed again, every acknowledged write and delete seen.
+func (s *failover) checkInformerEvents(t *testing.T, inf *informer) {
+	inf.rec.mu.Lock()
+	defer inf.rec.mu.Unlock()
+	if len(inf.rec.dups) > 0 {
+		t.Errorf("%s: updates without a change (duplicates): %v", inf.name, inf.rec.dups)
+	}
+	for key, events := range inf.rec.events {
+		if !increasing(events) {
+			t.Errorf("%s: %s: events out of order or repeated: %v", inf.name, key, events)
 		}
+	}
+	if inf.relisted() {
+		t.Logf("%s listed again (a watch too old); events before it may be merged", inf.name)
+		return
+	}
+	// Every acknowledged write was seen, at its resourceVersion.
+	for name, w := range s.work.objects {
+		seen := inf.rec.events[loadNS+"/"+name]
+		for _, rv := range w.written {
+			if !slices.ContainsFunc(seen, func(e string) bool { return strings.HasSuffix(e, " "+rv) }) {
+				t.Errorf("%s: %s: write at %s not seen; events %v", inf.name, name, rv, seen)
+			}
+		}
+		if w.known && !w.exists && (len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], "DELETED")) {
+			t.Errorf("%s: %s: acknowledged delete not seen; events %v", inf.name, name, seen)
+		}
+	}
+}
+
+func (s *failover) singletonWorkRanOnce(t *testing.T) {
+	// The Lease changed hands once, to the replica that logged leading.
+	l, err := s.a.client.CoordinationV1().Leases("kube-system").Get(s.ctx, controllersLease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Spec.LeaseTransitions; got == nil || *got != *s.lease0.Spec.LeaseTransitions+1 {
+		t.Errorf("leaseTransitions %v; want %d", got, *s.lease0.Spec.LeaseTransitions+1)
+	}
+	if ids := s.next.leading(); len(ids) != 1 || *l.Spec.HolderIdentity != ids[0] {
+		t.Errorf("holder %s; %s logged leading as %v", *l.Spec.HolderIdentity, s.next.name, ids)
+	}
+	for _, r := range s.survivors {
+		if r != s.next && len(r.leading()) > 0 {
+			t.Errorf("%s led too: %v", r.name, r.leading())
+		}
+	}
+	if n := len(s.leader.leading()); n != 1 {
+		t.Errorf("the killed leader logged %d terms", n)
+	}
+	s.checkControllersRanOnce(t)
+}
+
+// checkControllersRanOnce checks that every namespace got its default ServiceAccount once, also
+// those made while no replica led, and that the dependents of the owner deleted then went, each once.
+func (s *failover) checkControllersRanOnce(t *testing.T) {
+	namespaces := []string{"before-0", "before-1", "leaderless-0", "leaderless-1", "after-0", "after-1", loadNS, gcNS}
+	eventually(t, 15*time.Second, "default ServiceAccounts and the collector's deletes", func() (bool, string) {
+		var missing []string
 		for _, ns := range namespaces {
-			if got := saEvents(ns); got != "ADDED" {
-				t.Errorf("namespace %s: default ServiceAccount events %q; want one ADDED", ns, got)
+			if _, err := s.a.client.CoreV1().ServiceAccounts(ns).Get(s.ctx, "default", metav1.GetOptions{}); err != nil {
+				missing = append(missing, ns)
 			}
 		}
-		for _, inf := range informers {
-			inf.rec.mu.Lock()
-			for i := range 3 {
-				key := fmt.Sprintf("%s/dependent-%d", gcNS, i)
-				deletes := 0
-				for _, e := range inf.rec.events[key] {
-					if strings.HasPrefix(e, "DELETED") {
-						deletes++
-					}
+		deps, err := s.a.client.CoreV1().ConfigMaps(gcNS).List(s.ctx, metav1.ListOptions{FieldSelector: "metadata.name!=kube-root-ca.crt"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(missing) == 0 && len(deps.Items) == 0, fmt.Sprintf("no default ServiceAccount in %v; %d ConfigMaps left in %s", missing, len(deps.Items), gcNS)
+	})
+	time.Sleep(time.Second) // a second controller would have made its duplicate by now
+	if errs := s.saEvents("!"); errs != "" {
+		t.Errorf("watching ServiceAccounts again: %s", errs)
+	}
+	for _, ns := range namespaces {
+		if got := s.saEvents(ns); got != "ADDED" {
+			t.Errorf("namespace %s: default ServiceAccount events %q; want one ADDED", ns, got)
+		}
+	}
+	for _, inf := range s.informers {
+		inf.rec.mu.Lock()
+		for i := range 3 {
+			key := fmt.Sprintf("%s/dependent-%d", gcNS, i)
+			deletes := 0
+			for _, e := range inf.rec.events[key] {
+				if strings.HasPrefix(e, "DELETED") {
+					deletes++
 				}
-				if deletes != 1 {
-					t.Errorf("%s: %s: %d deletes; events %v", inf.name, key, deletes, inf.rec.events[key])
-				}
 			}
-			inf.rec.mu.Unlock()
-		}
-	})
-
-	t.Run("the dead replica leaves the kubernetes Service's endpoints", func(t *testing.T) {
-		eventually(t, 30*time.Second-time.Since(killed), "2 endpoints", func() (bool, string) {
-			n, detail := endpointCount(ctx, a.client)
-			return n == 2, detail
-		})
-	})
-
-	t.Run("a leader stopped gracefully hands the Lease over within a retry period", func(t *testing.T) {
-		last := a
-		if next == a {
-			last = b
-		}
-		stopped := time.Now()
-		if err := next.proc.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
-		// The others look every second, jittered up to 2.2 s.
-		eventually(t, 5*time.Second, last.name+" leads", func() (bool, string) {
-			return len(last.leading()) == 1, "not leading"
-		})
-		t.Logf("%s leads %v after %s was stopped", last.name, time.Since(stopped).Round(10*time.Millisecond), next.name)
-		// It took itself out of the kubernetes Service's endpoints before it stopped serving.
-		if n, detail := endpointCount(ctx, last.client); n != 1 {
-			t.Errorf("endpoints after a graceful stop: %s; want %s's alone", detail, last.name)
-		}
-	})
-
-	t.Run("without etcd's quorum writes fail with a 5xx; with it back they work and the work resumes", func(t *testing.T) {
-		last := a
-		if next == a {
-			last = b
-		}
-		var up *embed.Etcd
-		for _, e := range etcd.members {
-			if e != firstStopped {
-				up = e
-				break
+			if deletes != 1 {
+				t.Errorf("%s: %s: %d deletes; events %v", inf.name, key, deletes, inf.rec.events[key])
 			}
 		}
-		etcd.stop(up) // one of three left
-		cms := last.client.CoreV1().ConfigMaps(loadNS)
-		start := time.Now()
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "no-quorum"}}, metav1.CreateOptions{})
-		took := time.Since(start)
-		var status apierrors.APIStatus
-		if !errors.As(err, &status) || status.Status().Code < 500 {
-			t.Errorf("write without quorum: %v; want a 5xx", err)
-		}
-		if took > 15*time.Second {
-			t.Errorf("write without quorum answered after %v", took)
-		}
-		t.Logf("write without quorum: %v after %v", err, took.Round(10*time.Millisecond))
-		if _, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
-			t.Errorf("a list from the watch cache without quorum: %v", err)
-		}
-		// Unable to renew its Lease for 5 s, the leader stops its work.
-		eventually(t, 10*time.Second, last.name+" stops leading", func() (bool, string) {
-			return strings.Contains(last.proc.Log().String(), `msg="stopped leading"`), "still leading"
-		})
-		etcd.restart(t, firstStopped) // two of three
-		eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
-			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
-			return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
-		})
-		// It campaigns again, and leads again: a second term.
-		eventually(t, 20*time.Second, last.name+" leads again", func() (bool, string) {
-			l, err := last.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			ids := last.leading()
-			return len(ids) == 2 && *l.Spec.HolderIdentity == ids[1] && l.Spec.RenewTime.After(time.Now().Add(-5*time.Second)),
-				fmt.Sprintf("holder %s renewed %v; %s led %d times", *l.Spec.HolderIdentity, l.Spec.RenewTime, last.name, len(ids))
-		})
-		t.Logf("%s led %d times", last.name, len(last.leading()))
+		inf.rec.mu.Unlock()
+	}
+}
+
+func (s *failover) deadReplicaLeavesEndpoints(t *testing.T) {
+	eventually(t, 30*time.Second-time.Since(s.killed), "2 endpoints", func() (bool, string) {
+		n, detail := endpointCount(s.ctx, s.a.client)
+		return n == 2, detail
 	})
+}
+
+// last is the survivor that did not take over.
+func (s *failover) last() *replica {
+	if s.next == s.a {
+		return s.b
+	}
+	return s.a
+}
+
+func (s *failover) gracefulStopHandsOver(t *testing.T) {
+	last := s.last()
+	stopped := time.Now()
+	if err := s.next.proc.Stop(s.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The others look every second, jittered up to 2.2 s.
+	eventually(t, 5*time.Second, last.name+" leads", func() (bool, string) {
+		return len(last.leading()) == 1, "not leading"
+	})
+	t.Logf("%s leads %v after %s was stopped", last.name, time.Since(stopped).Round(10*time.Millisecond), s.next.name)
+	// It took itself out of the kubernetes Service's endpoints before it stopped serving.
+	if n, detail := endpointCount(s.ctx, last.client); n != 1 {
+		t.Errorf("endpoints after a graceful stop: %s; want %s's alone", detail, last.name)
+	}
+}
+
+func (s *failover) quorumLossAndReturn(t *testing.T) {
+	ctx, last := s.ctx, s.last()
+	var up *embed.Etcd
+	for _, e := range s.etcd.members {
+		if e != s.firstStopped {
+			up = e
+			break
+		}
+	}
+	s.etcd.stop(up) // one of three left
+	cms := last.client.CoreV1().ConfigMaps(loadNS)
+	start := time.Now()
+	_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "no-quorum"}}, metav1.CreateOptions{})
+	took := time.Since(start)
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Code < 500 {
+		t.Errorf("write without quorum: %v; want a 5xx", err)
+	}
+	if took > 15*time.Second {
+		t.Errorf("write without quorum answered after %v", took)
+	}
+	t.Logf("write without quorum: %v after %v", err, took.Round(10*time.Millisecond))
+	if _, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+		t.Errorf("a list from the watch cache without quorum: %v", err)
+	}
+	// Unable to renew its Lease for 5 s, the leader stops its work.
+	eventually(t, 10*time.Second, last.name+" stops leading", func() (bool, string) {
+		return strings.Contains(last.proc.Log().String(), `msg="stopped leading"`), "still leading"
+	})
+	s.etcd.restart(t, s.firstStopped) // two of three
+	eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
+	})
+	// It campaigns again, and leads again: a second term.
+	eventually(t, 20*time.Second, last.name+" leads again", func() (bool, string) {
+		l, err := last.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ids := last.leading()
+		return len(ids) == 2 && *l.Spec.HolderIdentity == ids[1] && l.Spec.RenewTime.After(time.Now().Add(-5*time.Second)),
+			fmt.Sprintf("holder %s renewed %v; %s led %d times", *l.Spec.HolderIdentity, l.Spec.RenewTime, last.name, len(ids))
+	})
+	t.Logf("%s led %d times", last.name, len(last.leading()))
 }
 
 // watchServiceAccounts watches every ServiceAccount through r from now on, watching again

@@ -22,8 +22,10 @@ func Build(ctx context.Context, envs ...string) (bin string, cleanup func(), err
 			return bin, func() {}, nil // built elsewhere, e.g. from an older commit
 		}
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root, err := moduleRoot()
+	if err != nil {
+		return "", nil, err
+	}
 	tmp, err := os.MkdirTemp("", "lapis-bin-")
 	if err != nil {
 		return "", nil, err
@@ -51,4 +53,18 @@ func Main(ctx context.Context, run func(bin string) int, envs ...string) int {
 	}
 	defer cleanup()
 	return run(bin)
+}
+
+// moduleRoot is the directory of this module's go.mod, found upwards from this file so that it
+// does not depend on how deep the package sits.
+func moduleRoot() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no go.mod above %s", file)
+		}
+	}
 }
