@@ -26,6 +26,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/upstream/servicealloc"
 )
 
 // Defaults of kube-apiserver's --service-cluster-ip-range and --service-node-port-range.
@@ -175,10 +176,7 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 	if err != nil {
 		return nil, err
 	}
-	s := &Services{
-		alloc:    makeAlloc(familyOfCIDR(cfg.ClusterIPRanges[0]), byFamily, ports),
-		families: families{primaryIPFamily: familyOfCIDR(cfg.ClusterIPRanges[0])},
-	}
+	s := &Services{rest: servicealloc.NewREST(familyOfCIDR(cfg.ClusterIPRanges[0]), byFamily, ports)}
 	if err := repair(ctx, svc, services, client.ips, nodePorts, cfg); err != nil {
 		// Serving matters more (reads go on; a disk too full to write refuses writes anyway):
 		// what repair could not write stays as it was, as after kube's failed repair loop.
