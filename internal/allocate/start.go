@@ -39,7 +39,6 @@ const (
 const DefaultServiceCIDRName = "kubernetes"
 
 var (
-	servicesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	ipAddressesGVR  = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ipaddresses"}
 	serviceCIDRsGVR = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}
 )
@@ -100,7 +99,7 @@ func familyOfCIDR(cidr *net.IPNet) api.IPFamily {
 // Services into account and makes them the services resource's Allocator. It returns once
 // allocation works; the allocators stop with ctx.
 func Start(ctx context.Context, svc *objects.Service, cfg Config) (*Services, error) {
-	services, ok := svc.Catalog().Lookup(servicesGVR)
+	services, ok := svc.Catalog().Lookup(catalog.ServicesGVR)
 	if !ok {
 		return nil, errors.New("services are not served")
 	}
@@ -192,7 +191,7 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 // take about 100 ms), so that lapis serves without waiting for them. It must be called before
 // lapis serves.
 func StartInBackground(ctx context.Context, svc *objects.Service, cfg Config, log func(error)) {
-	services, ok := svc.Catalog().Lookup(servicesGVR)
+	services, ok := svc.Catalog().Lookup(catalog.ServicesGVR)
 	if !ok {
 		return
 	}

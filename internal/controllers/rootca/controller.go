@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -29,11 +28,6 @@ const (
 	// manager is the field manager kube-controller-manager's client records.
 	manager = "kube-controller-manager"
 	dataKey = "ca.crt"
-)
-
-var (
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
 // Controller publishes the CA bundle in every namespace.
@@ -60,8 +54,8 @@ func NewController(svc *objects.Service, caPEM []byte, log *slog.Logger) *Contro
 
 // Run follows namespaces and the published ConfigMaps until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	namespaces, ok1 := c.objects.Catalog().Lookup(namespacesGVR)
-	configMaps, ok2 := c.objects.Catalog().Lookup(configMapsGVR)
+	namespaces, ok1 := c.objects.Catalog().Lookup(catalog.NamespacesGVR)
+	configMaps, ok2 := c.objects.Catalog().Lookup(catalog.ConfigMapsGVR)
 	if !ok1 || !ok2 {
 		c.log.Error("root CA publisher: namespaces or configmaps not served")
 		return

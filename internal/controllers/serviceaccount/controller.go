@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -19,11 +18,6 @@ const (
 	Name = "default"
 	// manager is the field manager kube-controller-manager's client records.
 	manager = "kube-controller-manager"
-)
-
-var (
-	namespacesGVR      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 )
 
 // Controller creates the default ServiceAccount of each namespace.
@@ -42,8 +36,8 @@ func NewController(svc *objects.Service, log *slog.Logger) *Controller {
 
 // Run follows namespaces and ServiceAccounts until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	namespaces, ok1 := c.objects.Catalog().Lookup(namespacesGVR)
-	accounts, ok2 := c.objects.Catalog().Lookup(serviceAccountsGVR)
+	namespaces, ok1 := c.objects.Catalog().Lookup(catalog.NamespacesGVR)
+	accounts, ok2 := c.objects.Catalog().Lookup(catalog.ServiceAccountsGVR)
 	if !ok1 || !ok2 {
 		c.log.Error("serviceaccount controller: namespaces or serviceaccounts not served")
 		return
