@@ -19,17 +19,35 @@ import (
 )
 
 // kubeFlags are kube-apiserver's flags that `lapis serve` shares with lapis started as
-// kube-apiserver: where it serves and with which certificate, request limits, feature gates.
+// kube-apiserver: where it serves and with which certificate, request limits, feature gates,
+// etcd, Services' ranges, admission, authentication and authorization.
 type kubeFlags struct {
 	securePort      int
 	bindAddress     string
 	allowPrivileged bool
+	anonymousAuth   bool
 }
+
+// command is the command a flag set is for; it chooses the words of the shared flags' help and
+// the default authorization modes.
+type command int
+
+const (
+	serveCommand         command = iota // lapis serve: lapis's words
+	kubeAPIServerCommand                // lapis started as kube-apiserver: kube-apiserver's words
+)
 
 // addKubeFlags registers kubeFlags' flags, with kube-apiserver's names and meanings. The
 // defaults of secure-port and bind-address are for lapis started as kube-apiserver; `lapis
 // serve` takes them from --listen unless they are given.
-func addKubeFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags) {
+func addKubeFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd command) {
+	addServingFlags(fs, cfg, k)
+	addConfigFlags(fs, cfg, k, cmd)
+}
+
+// addServingFlags registers the flags of where and how lapis serves, with kube-apiserver's help
+// for both commands.
+func addServingFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags) {
 	fs.IntVar(&k.securePort, "secure-port", 6443, "The port on which to serve HTTPS with authentication and authorization. It cannot be switched off with 0.")
 	fs.StringVar(&k.bindAddress, "bind-address", "0.0.0.0", "The IP address on which to listen for the --secure-port port.")
 	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes Service's endpoint). If blank, the --bind-address will be used.")
@@ -43,8 +61,96 @@ func addKubeFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags) {
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 }
 
+// addConfigFlags registers the shared flags whose help each command words its own way (see
+// sharedHelp), and whose authorization modes default to `lapis serve`'s RBAC or to
+// kube-apiserver's AlwaysAllow.
+func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd command) {
+	help := func(name string) string { return sharedHelp[name][cmd] }
+	authorizationModes := []string{"RBAC"}
+	if cmd == kubeAPIServerCommand {
+		authorizationModes = []string{"AlwaysAllow"}
+	}
+	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, help("etcd-servers"))
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", help("etcd-cafile"))
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", help("etcd-certfile"))
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", help("etcd-keyfile"))
+	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, help("etcd-compaction-interval"))
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, help("request-timeout"))
+	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, help("service-cluster-ip-range"))
+	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, help("service-node-port-range"))
+	fs.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, help("enable-admission-plugins"))
+	fs.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, help("disable-admission-plugins"))
+	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", authorizationModes, help("authorization-mode"))
+	fs.BoolVar(&k.anonymousAuth, "anonymous-auth", true, help("anonymous-auth"))
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", help("client-ca-file"))
+	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", help("token-auth-file"))
+	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", help("service-account-signing-key-file"))
+	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, help("service-account-key-file"))
+	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, help("service-account-issuer"))
+	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, help("service-account-max-token-expiration"))
+}
+
+// sharedHelp is the help of addConfigFlags' flags, by command: `lapis serve`'s in lapis's
+// words, kube-apiserver's in its own (which envtest's users and kube's docs know).
+var sharedHelp = map[string][2]string{
+	"etcd-servers": {
+		"external etcd cluster to use instead of the embedded one",
+		"List of etcd servers to connect with (scheme://ip:port), comma separated."},
+	"etcd-cafile": {
+		"SSL Certificate Authority file used to secure etcd communication",
+		"SSL Certificate Authority file used to secure etcd communication."},
+	"etcd-certfile": {
+		"SSL certification file used to secure etcd communication",
+		"SSL certification file used to secure etcd communication."},
+	"etcd-keyfile": {
+		"SSL key file used to secure etcd communication",
+		"SSL key file used to secure etcd communication."},
+	"etcd-compaction-interval": {
+		"how long watch and continue history is kept",
+		"The interval of compaction requests."},
+	"request-timeout": {
+		"how long a request other than a watch may take before it is answered 504 Timeout",
+		"An optional field indicating the duration a handler must keep a request open before timing it out."},
+	"service-cluster-ip-range": {
+		"CIDR (or an IPv4 and an IPv6 CIDR, comma-separated) from which Services get cluster IPs; its first IP is the kubernetes Service's",
+		"A CIDR notation IP range from which to assign service cluster IPs (one IPv4 and one IPv6 CIDR, comma-separated, for dual-stack)."},
+	"service-node-port-range": {
+		"port range (MIN-MAX, inclusive) from which NodePort and LoadBalancer Services get node ports",
+		"A port range to reserve for services with NodePort visibility."},
+	"enable-admission-plugins": {
+		"kube-apiserver's default admission plugins to keep on (naming one lapis does not run is an error)",
+		"admission plugins that should be enabled in addition to default enabled ones (lapis runs kube-apiserver's default plugins: naming another is an error)."},
+	"disable-admission-plugins": {
+		"kube-apiserver's default admission plugins to turn off (e.g. ServiceAccount, as envtest does)",
+		"admission plugins that should be disabled although they are in the default enabled plugins list."},
+	"authorization-mode": {
+		"ordered list of authorization modes: RBAC, AlwaysAllow",
+		"Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, RBAC."},
+	"anonymous-auth": {
+		"let requests without credentials in as system:anonymous (group system:unauthenticated), allowed only what RBAC grants them",
+		"Enables anonymous requests to the secure port of the API server (user system:anonymous, group system:unauthenticated)."},
+	"client-ca-file": {
+		"also accept client certificates signed by a CA in this file (CN is the user, O the groups)",
+		"If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate."},
+	"token-auth-file": {
+		"static bearer tokens, in kube-apiserver's CSV format (token,user,uid,\"group1,group2\")",
+		"If set, the file that will be used to secure the secure port of the API server via token authentication."},
+	"service-account-signing-key-file": {
+		"private key that signs ServiceAccount tokens (default: one generated in DIR/pki/sa.key)",
+		"Path to the file that contains the current private key of the service account token issuer."},
+	"service-account-key-file": {
+		"more PEM keys that verify ServiceAccount tokens",
+		"File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify ServiceAccount tokens."},
+	"service-account-issuer": {
+		"issuer of ServiceAccount tokens; the first signs, all are accepted (default https://kubernetes.default.svc.cluster.local)",
+		"Identifier of the service account token issuer. The first signs; all are accepted."},
+	"service-account-max-token-expiration": {
+		"longest validity a TokenRequest may ask for (0: no limit)",
+		"The maximum validity duration of a token created by the service account token issuer."},
+}
+
 // apply sets what the flags say: the listen address (from --listen's unless secure-port or
-// bind-address was given) and kube's process-wide capabilities.
+// bind-address was given), anonymous authentication, and kube's process-wide capabilities.
 func (k *kubeFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 	if fs.Changed("secure-port") || fs.Changed("bind-address") || cfg.Listen == "" {
 		host, port, err := net.SplitHostPort(cfg.Listen)
@@ -62,6 +168,7 @@ func (k *kubeFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 		}
 		cfg.Listen = net.JoinHostPort(host, port)
 	}
+	cfg.NoAnonymousAuth = !k.anonymousAuth
 	// As kube-apiserver's main: pod validation reads it.
 	capabilities.Setup(k.allowPrivileged, 0)
 	return nil
@@ -181,26 +288,7 @@ type kubeAPIServerFlags struct {
 func parseKubeAPIServer(fs *pflag.FlagSet, args []string) (server.Config, *kubeAPIServerFlags, error) {
 	cfg := server.Config{}
 	k := &kubeAPIServerFlags{}
-	anonymousAuth := true
-	addKubeFlags(fs, &cfg, &k.kubeFlags)
-	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "List of etcd servers to connect with (scheme://ip:port), comma separated.")
-	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
-	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
-	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
-	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "The interval of compaction requests.")
-	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "An optional field indicating the duration a handler must keep a request open before timing it out.")
-	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "A CIDR notation IP range from which to assign service cluster IPs (one IPv4 and one IPv6 CIDR, comma-separated, for dual-stack).")
-	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "A port range to reserve for services with NodePort visibility.")
-	fs.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, "admission plugins that should be enabled in addition to default enabled ones (lapis runs kube-apiserver's default plugins: naming another is an error).")
-	fs.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "admission plugins that should be disabled although they are in the default enabled plugins list.")
-	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"AlwaysAllow"}, "Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, RBAC.")
-	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "Enables anonymous requests to the secure port of the API server (user system:anonymous, group system:unauthenticated).")
-	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.")
-	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "If set, the file that will be used to secure the secure port of the API server via token authentication.")
-	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "Path to the file that contains the current private key of the service account token issuer.")
-	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify ServiceAccount tokens.")
-	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, "Identifier of the service account token issuer. The first signs; all are accepted.")
-	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "The maximum validity duration of a token created by the service account token issuer.")
+	addKubeFlags(fs, &cfg, &k.kubeFlags, kubeAPIServerCommand)
 	fs.BoolVar(&k.version, "version", false, "Print version information and quit.")
 	audit.AddFlags(fs, &cfg.Audit)
 	k.logs = addLoggingFlags(fs)
@@ -211,7 +299,6 @@ func parseKubeAPIServer(fs *pflag.FlagSet, args []string) (server.Config, *kubeA
 	if fs.NArg() > 0 {
 		return cfg, k, fmt.Errorf("no arguments are accepted, got %q", fs.Args())
 	}
-	cfg.NoAnonymousAuth = !anonymousAuth
 	// As envtest's kube-apiserver, without kube-controller-manager: what passes there passes
 	// here (no kube-root-ca.crt appears in namespaces, no garbage is collected, ...).
 	cfg.KubeAPIServerOnly = true

@@ -82,6 +82,19 @@ func TestParseKubeAPIServer(t *testing.T) {
 	}
 }
 
+// Every shared flag has help in both commands' words.
+func TestSharedFlagsHelp(t *testing.T) {
+	for _, cmd := range []command{serveCommand, kubeAPIServerCommand} {
+		fs := pflag.NewFlagSet("flags", pflag.ContinueOnError)
+		addConfigFlags(fs, &server.Config{}, &kubeFlags{}, cmd)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Usage == "" {
+				t.Errorf("command %d: --%s has no help", cmd, f.Name)
+			}
+		})
+	}
+}
+
 // The kube-apiserver flags of `lapis serve` change --listen's host or port only when given.
 func TestServeKubeFlags(t *testing.T) {
 	for _, c := range []struct {
@@ -98,7 +111,7 @@ func TestServeKubeFlags(t *testing.T) {
 		cfg := server.Config{}
 		fs.StringVar(&cfg.Listen, "listen", c.listen, "")
 		var k kubeFlags
-		addKubeFlags(fs, &cfg, &k)
+		addKubeFlags(fs, &cfg, &k, serveCommand)
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,6 @@ import (
 
 	// First of lapis's imports: kubectl's catalogue is loaded only when lapis runs kubectl.
 	_ "github.com/lapis-dev/lapis/cmd/lapis/internal/kubectli18n"
-	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
 	"github.com/lapis-dev/lapis/internal/watchcache"
@@ -82,34 +81,15 @@ func usage() {
 func serve(args []string) error {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	cfg := server.Config{}
-	anonymousAuth := true
 	fs.StringVar(&cfg.DataDir, "data-dir", server.DefaultDataDir, "directory for etcd data, TLS material, credentials and the admin kubeconfig")
 	fs.StringVar(&cfg.Listen, "listen", server.DefaultListen, "HOST:PORT to serve on (port 0 picks a free port)")
-	fs.StringSliceVar(&cfg.EtcdServers, "etcd-servers", nil, "external etcd cluster to use instead of the embedded one")
-	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, "how long watch and continue history is kept")
 	fs.Int64Var(&cfg.EtcdHistoryBytes, "etcd-history-bytes", server.DefaultEtcdHistoryBytes, "compact etcd sooner than the interval when this lapis writes this many bytes of objects within two intervals, bounding etcd's history in bytes (-1: no byte bound)")
 	fs.Int64Var(&cfg.WatchCacheHistoryBytes, "watch-cache-history-bytes", watchcache.DefaultHistoryBytes, "bytes of changed objects all watch caches keep together for watches that resume from a resourceVersion")
-	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication")
-	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication")
-	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication")
 	fs.StringVar(&cfg.EmbeddedEtcdClientURL, "embedded-etcd-listen", "", "also expose the embedded etcd at this https URL (e.g. https://127.0.0.1:2379), for other lapis processes: only to the client certificate written to DIR/pki/etcd-client.{crt,key}")
-	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request other than a watch may take before it is answered 504 Timeout")
-	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, "CIDR (or an IPv4 and an IPv6 CIDR, comma-separated) from which Services get cluster IPs; its first IP is the kubernetes Service's")
-	fs.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil, "kube-apiserver's default admission plugins to keep on (naming one lapis does not run is an error)")
-	fs.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil, "kube-apiserver's default admission plugins to turn off (e.g. ServiceAccount, as envtest does)")
-	fs.StringSliceVar(&cfg.AuthorizationModes, "authorization-mode", []string{"RBAC"}, "ordered list of authorization modes: RBAC, AlwaysAllow")
-	fs.BoolVar(&anonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated), allowed only what RBAC grants them")
-	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "also accept client certificates signed by a CA in this file (CN is the user, O the groups)")
-	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "static bearer tokens, in kube-apiserver's CSV format (token,user,uid,\"group1,group2\")")
-	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "private key that signs ServiceAccount tokens (default: one generated in DIR/pki/sa.key)")
-	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, "more PEM keys that verify ServiceAccount tokens")
-	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, "issuer of ServiceAccount tokens; the first signs, all are accepted (default https://kubernetes.default.svc.cluster.local)")
-	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest validity a TokenRequest may ask for (0: no limit)")
-	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, "port range (MIN-MAX, inclusive) from which NodePort and LoadBalancer Services get node ports")
 	audit.AddFlags(fs, &cfg.Audit)
 	logs := addLoggingFlags(fs)
 	var kube kubeFlags
-	addKubeFlags(fs, &cfg, &kube)
+	addKubeFlags(fs, &cfg, &kube, serveCommand)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil // usage printed; --help succeeds, as kube-apiserver's
@@ -119,7 +99,6 @@ func serve(args []string) error {
 	if err := kube.apply(fs, &cfg); err != nil {
 		return err
 	}
-	cfg.NoAnonymousAuth = !anonymousAuth
 	log, err := logs.apply(os.Stdout, os.Stderr)
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
 // Package allocate is what kube-apiserver does for Services outside their registry strategy:
-// cluster IPs and node ports allocated on create and update, freed on delete (kube's
-// pkg/registry/core/service/storage/alloc.go, copied because it is unexported there), the
+// cluster IPs and node ports allocated on create and update, freed on delete (by kube's code,
+// copied in internal/upstream/servicealloc because it is unexported in kube), the
 // default ServiceCIDR `kubernetes`, and the `kubernetes` Service of the `default` namespace with
 // its Endpoints and EndpointSlice pointing at lapis.
 //

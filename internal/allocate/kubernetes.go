@@ -113,7 +113,7 @@ func (k *KubernetesService) Run(ctx context.Context) {
 // Sync is one pass: the Service, then its Endpoints and EndpointSlice.
 func (k *KubernetesService) Sync(ctx context.Context) error {
 	cat := k.objects.Catalog()
-	services, ok1 := cat.Lookup(servicesGVR)
+	services, ok1 := cat.Lookup(catalog.ServicesGVR)
 	endpoints, ok2 := cat.Lookup(endpointsGVR)
 	slices, ok3 := cat.Lookup(endpointSlicesGVR)
 	if !ok1 || !ok2 || !ok3 {

@@ -13,12 +13,12 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/upstream/servicealloc"
 )
 
 // Services allocates what Services hold, as kube's service REST storage does around its writes.
 type Services struct {
-	alloc    Allocators
-	families families
+	rest *servicealloc.REST
 }
 
 var _ catalog.Allocator = (*Services)(nil)
@@ -29,30 +29,24 @@ func (s *Services) Allocate(ctx context.Context, obj, old *unstructured.Unstruct
 	if err != nil {
 		return nil, err
 	}
-	var txn transaction
+	var finish servicealloc.FinishFunc
 	if old == nil {
-		// kube's beginCreate
-		normalizeClusterIPs(After{svc}, Before{nil})
-		txn, err = s.alloc.allocateCreate(svc, dryRun)
+		finish, err = s.rest.BeginCreate(ctx, svc, dryRun)
 	} else {
 		oldSvc, cerr := toInternal(old)
 		if cerr != nil {
 			return nil, cerr
 		}
-		// kube's beginUpdate
-		s.families.defaultOnReadService(oldSvc)
-		patchAllocatedValues(After{svc}, Before{oldSvc})
-		normalizeClusterIPs(After{svc}, Before{oldSvc})
-		txn, err = s.alloc.allocateUpdate(After{svc}, Before{oldSvc}, dryRun)
+		finish, err = s.rest.BeginUpdate(ctx, svc, oldSvc, dryRun)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := setSpec(obj, svc); err != nil {
-		txn.Revert()
+		finish(ctx, false)
 		return nil, err
 	}
-	return allocation{txn}, nil
+	return allocation(finish), nil
 }
 
 // Release frees a deleted Service's IPs and node ports (kube's afterDelete).
@@ -62,22 +56,17 @@ func (s *Services) Release(ctx context.Context, obj *unstructured.Unstructured) 
 		klog.ErrorS(err, "releasing a deleted Service", "service", obj.GetNamespace()+"/"+obj.GetName())
 		return
 	}
-	s.families.defaultOnReadService(svc)
-	s.alloc.releaseAllocatedResources(svc)
+	s.rest.AfterDelete(svc)
 }
 
 // allocation is kube's FinishFunc of BeginCreate/BeginUpdate.
-type allocation struct{ txn transaction }
+type allocation servicealloc.FinishFunc
 
-func (a allocation) Finish(_ context.Context, landed bool) {
-	if landed {
-		a.txn.Commit()
-	} else {
-		a.txn.Revert()
-	}
-}
+var _ catalog.Allocation = allocation(nil)
 
-// toInternal converts a defaulted v1 Service to kube's internal type, where alloc.go works.
+func (a allocation) Finish(ctx context.Context, landed bool) { a(ctx, landed) }
+
+// toInternal converts a defaulted v1 Service to kube's internal type, where servicealloc works.
 func toInternal(u *unstructured.Unstructured) (*api.Service, error) {
 	v1 := &corev1.Service{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v1); err != nil {

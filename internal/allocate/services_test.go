@@ -31,7 +31,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{t: t, svc: svc, cfg: cfg}
-	f.services, _ = cat.Lookup(servicesGVR)
+	f.services, _ = cat.Lookup(catalog.ServicesGVR)
 	f.ips, _ = cat.Lookup(ipAddressesGVR)
 	f.start()
 	return f

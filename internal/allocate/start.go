@@ -26,6 +26,7 @@ import (
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/upstream/servicealloc"
 )
 
 // Defaults of kube-apiserver's --service-cluster-ip-range and --service-node-port-range.
@@ -38,7 +39,6 @@ const (
 const DefaultServiceCIDRName = "kubernetes"
 
 var (
-	servicesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	ipAddressesGVR  = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ipaddresses"}
 	serviceCIDRsGVR = schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "servicecidrs"}
 )
@@ -99,7 +99,7 @@ func familyOfCIDR(cidr *net.IPNet) api.IPFamily {
 // Services into account and makes them the services resource's Allocator. It returns once
 // allocation works; the allocators stop with ctx.
 func Start(ctx context.Context, svc *objects.Service, cfg Config) (*Services, error) {
-	services, ok := svc.Catalog().Lookup(servicesGVR)
+	services, ok := svc.Catalog().Lookup(catalog.ServicesGVR)
 	if !ok {
 		return nil, errors.New("services are not served")
 	}
@@ -175,10 +175,7 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 	if err != nil {
 		return nil, err
 	}
-	s := &Services{
-		alloc:    makeAlloc(familyOfCIDR(cfg.ClusterIPRanges[0]), byFamily, ports),
-		families: families{primaryIPFamily: familyOfCIDR(cfg.ClusterIPRanges[0])},
-	}
+	s := &Services{rest: servicealloc.NewREST(familyOfCIDR(cfg.ClusterIPRanges[0]), byFamily, ports)}
 	if err := repair(ctx, svc, services, client.ips, nodePorts, cfg); err != nil {
 		// Serving matters more (reads go on; a disk too full to write refuses writes anyway):
 		// what repair could not write stays as it was, as after kube's failed repair loop.
@@ -194,7 +191,7 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 // take about 100 ms), so that lapis serves without waiting for them. It must be called before
 // lapis serves.
 func StartInBackground(ctx context.Context, svc *objects.Service, cfg Config, log func(error)) {
-	services, ok := svc.Catalog().Lookup(servicesGVR)
+	services, ok := svc.Catalog().Lookup(catalog.ServicesGVR)
 	if !ok {
 		return
 	}

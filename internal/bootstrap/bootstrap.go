@@ -18,12 +18,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
-var (
-	namespaces      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	priorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
-	flowSchemas     = schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"}
-	priorityLevels  = schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"}
-)
+var priorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 
 // systemNamespaces are the namespaces kube-apiserver keeps.
 var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -37,7 +32,7 @@ const (
 // EnsureNamespaces creates the system namespaces that are missing; lapis needs them to serve.
 // They are written together: etcd commits them in one batch, one disk sync, not four.
 func EnsureNamespaces(ctx context.Context, svc *objects.Service) error {
-	r, _ := svc.Catalog().Lookup(namespaces)
+	r, _ := svc.Catalog().Lookup(catalog.NamespacesGVR)
 	errs := make([]error, len(systemNamespaces))
 	var wg sync.WaitGroup
 	for i, name := range systemNamespaces {
@@ -75,10 +70,10 @@ func EnsureDefaults(ctx context.Context, svc *objects.Service, log *slog.Logger)
 		objs = append(objs, object{priorityClasses, apiServerManager, pc})
 	}
 	for _, pl := range append(apfbootstrap.MandatoryPriorityLevelConfigurations, apfbootstrap.SuggestedPriorityLevelConfigurations...) {
-		objs = append(objs, object{priorityLevels, apfManager, pl.DeepCopy()})
+		objs = append(objs, object{catalog.PriorityLevelConfigurationsGVR, apfManager, pl.DeepCopy()})
 	}
 	for _, fs := range append(apfbootstrap.MandatoryFlowSchemas, apfbootstrap.SuggestedFlowSchemas...) {
-		objs = append(objs, object{flowSchemas, apfManager, fs.DeepCopy()})
+		objs = append(objs, object{catalog.FlowSchemasGVR, apfManager, fs.DeepCopy()})
 	}
 	for _, o := range objs {
 		r, ok := svc.Catalog().Lookup(o.gvr)

@@ -10,6 +10,7 @@ import (
 	apfbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	schedulingv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
@@ -43,7 +44,7 @@ func TestEnsureNamespacesIdempotent(t *testing.T) {
 	if err := EnsureNamespaces(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	first := names(t, svc, namespaces)
+	first := names(t, svc, catalog.NamespacesGVR)
 	for _, name := range systemNamespaces {
 		if _, ok := first[name]; !ok {
 			t.Errorf("namespace %s missing: %v", name, first)
@@ -53,7 +54,7 @@ func TestEnsureNamespacesIdempotent(t *testing.T) {
 		t.Errorf("namespaces %v, want %v", first, systemNamespaces)
 	}
 	// kube-apiserver's writes, under its field manager.
-	r, _ := svc.Catalog().Lookup(namespaces)
+	r, _ := svc.Catalog().Lookup(catalog.NamespacesGVR)
 	for _, name := range systemNamespaces {
 		ns, err := svc.Get(ctx, r, "", name)
 		if err != nil {
@@ -67,7 +68,7 @@ func TestEnsureNamespacesIdempotent(t *testing.T) {
 	if err := EnsureNamespaces(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	for name, rv := range names(t, svc, namespaces) {
+	for name, rv := range names(t, svc, catalog.NamespacesGVR) {
 		if first[name] != rv {
 			t.Errorf("namespace %s rewritten: resourceVersion %s, then %s", name, first[name], rv)
 		}
@@ -89,13 +90,13 @@ func TestEnsureDefaults(t *testing.T) {
 			}
 			return n
 		}()},
-		{priorityLevels, func() (n []string) {
+		{catalog.PriorityLevelConfigurationsGVR, func() (n []string) {
 			for _, pl := range append(apfbootstrap.MandatoryPriorityLevelConfigurations, apfbootstrap.SuggestedPriorityLevelConfigurations...) {
 				n = append(n, pl.Name)
 			}
 			return n
 		}()},
-		{flowSchemas, func() (n []string) {
+		{catalog.FlowSchemasGVR, func() (n []string) {
 			for _, fs := range append(apfbootstrap.MandatoryFlowSchemas, apfbootstrap.SuggestedFlowSchemas...) {
 				n = append(n, fs.Name)
 			}

@@ -3,9 +3,8 @@ package objects
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/upstream/storageprefix"
 )
 
 // Keys follow kube-apiserver's layout: /registry/[group/]resource/[namespace/]name.
@@ -43,28 +42,14 @@ func namespaceAndName(r *catalog.Resource, key string) (namespace, name string) 
 }
 
 // kubeKey is where kube-apiserver keeps an object in etcd, which its storage errors quote: a
-// built-in resource under its resource name alone, a few under older names (the prefixes of
-// k8s.io/kubernetes/pkg/kubeapiserver.SpecialDefaultResourcePrefixes, a package lapis does not
-// import: it brings the generic server's storage), a custom resource as lapis keeps it.
+// built-in resource under kube's prefix for it, a custom resource as lapis keeps it.
 func kubeKey(r *catalog.Resource, namespace, name string) string {
 	if r.CRD != nil {
 		return objectKey(r, namespace, name)
 	}
-	prefix, ok := kubeResourcePrefixes[r.StorageGroupResource]
-	if !ok {
-		prefix = r.StorageGroupResource.Resource
-	}
+	prefix := storageprefix.Of(r.StorageGroupResource)
 	if r.Namespaced {
 		return "/registry/" + prefix + "/" + namespace + "/" + name
 	}
 	return "/registry/" + prefix + "/" + name
-}
-
-var kubeResourcePrefixes = map[schema.GroupResource]string{
-	{Group: "", Resource: "replicationcontrollers"}:     "controllers",
-	{Group: "", Resource: "endpoints"}:                  "services/endpoints",
-	{Group: "", Resource: "nodes"}:                      "minions",
-	{Group: "", Resource: "services"}:                   "services/specs",
-	{Group: "extensions", Resource: "ingresses"}:        "ingress",
-	{Group: "networking.k8s.io", Resource: "ingresses"}: "ingress",
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/lapis-dev/lapis/internal/pki"
 )
 
 // signingKeyPath is where the generated signing key is kept, under the data directory (where
@@ -63,7 +65,7 @@ func generateSigningKey(path string) (crypto.Signer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := pki.WriteFileAtomic(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the service account signing key: %w", err)
 	}
 	return key, nil
@@ -89,29 +91,4 @@ func (c ServiceAccountConfig) publicKeys(signing crypto.Signer) ([]any, error) {
 		keys = append(keys, more...)
 	}
 	return keys, nil
-}
-
-// writeFileAtomic writes data to path through a temporary file renamed over it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

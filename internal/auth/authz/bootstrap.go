@@ -197,41 +197,48 @@ func retryable(err error) bool {
 }
 
 func reconcileRole(log klog.Logger, opts *reconciliation.ReconcileRoleOptions, kind, ns, name string) error {
-	err := retry.OnError(retry.DefaultBackoff, retryable, func() error {
+	return reconcile(log, kind, "permissions", ns, name, func() (reconciled, error) {
 		result, err := opts.Run()
 		if err != nil {
-			return err
+			return reconciled{}, err
 		}
-		switch {
-		case result.Protected && result.Operation != reconciliation.ReconcileNone:
-			log.Info("skipped reconcile-protected "+kind+" with missing permissions", "name", name, "namespace", ns, "missing", result.MissingRules)
-		case result.Operation == reconciliation.ReconcileUpdate:
-			log.V(2).Info("updated "+kind+" with additional permissions", "name", name, "namespace", ns, "missing", result.MissingRules)
-		case result.Operation == reconciliation.ReconcileCreate:
-			log.V(2).Info("created "+kind, "name", name, "namespace", ns)
-		}
-		return nil
+		return reconciled{result.Operation, result.Protected, result.MissingRules}, nil
 	})
-	if err != nil {
-		return fmt.Errorf("unable to reconcile %s.%s/%s%s: %w", kind, rbacv1.GroupName, name, inNamespace(ns), err)
-	}
-	return nil
 }
 
 func reconcileBinding(log klog.Logger, opts *reconciliation.ReconcileRoleBindingOptions, kind, ns, name string) error {
-	err := retry.OnError(retry.DefaultBackoff, retryable, func() error {
+	return reconcile(log, kind, "subjects", ns, name, func() (reconciled, error) {
 		result, err := opts.Run()
+		if err != nil {
+			return reconciled{}, err
+		}
+		return reconciled{result.Operation, result.Protected, result.MissingSubjects}, nil
+	})
+}
+
+// reconciled is what reconciling a role or a binding did.
+type reconciled struct {
+	operation reconciliation.ReconcileOperation
+	protected bool
+	missing   any // the rules or subjects the stored object lacked
+}
+
+// reconcile runs one object's reconcile, retried as kube's hook retries it, and logs what it
+// did as kube's hook logs it; held is what the object holds: "permissions" or "subjects".
+func reconcile(log klog.Logger, kind, held, ns, name string, run func() (reconciled, error)) error {
+	err := retry.OnError(retry.DefaultBackoff, retryable, func() error {
+		result, err := run()
 		if err != nil {
 			return err
 		}
 		switch {
-		case result.Protected && result.Operation != reconciliation.ReconcileNone:
-			log.Info("skipped reconcile-protected "+kind+" with missing subjects", "name", name, "namespace", ns, "missing", result.MissingSubjects)
-		case result.Operation == reconciliation.ReconcileUpdate:
-			log.V(2).Info("updated "+kind+" with additional subjects", "name", name, "namespace", ns, "missing", result.MissingSubjects)
-		case result.Operation == reconciliation.ReconcileCreate:
+		case result.protected && result.operation != reconciliation.ReconcileNone:
+			log.Info("skipped reconcile-protected "+kind+" with missing "+held, "name", name, "namespace", ns, "missing", result.missing)
+		case result.operation == reconciliation.ReconcileUpdate:
+			log.V(2).Info("updated "+kind+" with additional "+held, "name", name, "namespace", ns, "missing", result.missing)
+		case result.operation == reconciliation.ReconcileCreate:
 			log.V(2).Info("created "+kind, "name", name, "namespace", ns)
-		case result.Operation == reconciliation.ReconcileRecreate:
+		case result.operation == reconciliation.ReconcileRecreate: // bindings only
 			log.V(2).Info("recreated "+kind, "name", name, "namespace", ns)
 		}
 		return nil
@@ -341,6 +348,20 @@ func (l *listed[T]) take(ns, name string) (item *T, ok bool) {
 // The modifiers are kube's reconciliation client adapters, answering each object's first Get
 // from the pass's list (a restart then reads four lists, not one object at a time).
 
+// fromList answers a modifier's Get of ns/name: from the pass's list the first time it is asked
+// (NotFound when the list lacks it, as resource), from the client's get after.
+func fromList[T, O any](l *listed[T], resource, ns, name string, get func(ns, name string) (O, error), adapt func(*T) O) (O, error) {
+	item, first := l.take(ns, name)
+	if !first {
+		return get(ns, name)
+	}
+	if item == nil {
+		var none O
+		return none, apierrors.NewNotFound(rbacv1.Resource(resource), name)
+	}
+	return adapt(item), nil
+}
+
 type clusterRoleModifier struct {
 	reconciliation.ClusterRoleModifier
 	listed *listed[rbacv1.ClusterRole]
@@ -348,13 +369,9 @@ type clusterRoleModifier struct {
 }
 
 func (m *clusterRoleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
-	if r, ok := m.listed.take("", name); ok {
-		if r == nil {
-			return nil, apierrors.NewNotFound(rbacv1.Resource("clusterroles"), name)
-		}
-		return reconciliation.ClusterRoleRuleOwner{ClusterRole: r.DeepCopy()}, nil
-	}
-	return m.ClusterRoleModifier.Get(ns, name)
+	return fromList(m.listed, "clusterroles", "", name, m.ClusterRoleModifier.Get, func(r *rbacv1.ClusterRole) reconciliation.RuleOwner {
+		return reconciliation.ClusterRoleRuleOwner{ClusterRole: r.DeepCopy()}
+	})
 }
 
 type clusterRoleBindingModifier struct {
@@ -364,13 +381,9 @@ type clusterRoleBindingModifier struct {
 }
 
 func (m *clusterRoleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
-	if b, ok := m.listed.take("", name); ok {
-		if b == nil {
-			return nil, apierrors.NewNotFound(rbacv1.Resource("clusterrolebindings"), name)
-		}
-		return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b.DeepCopy()}, nil
-	}
-	return m.ClusterRoleBindingClientAdapter.Get(ns, name)
+	return fromList(m.listed, "clusterrolebindings", "", name, m.ClusterRoleBindingClientAdapter.Get, func(b *rbacv1.ClusterRoleBinding) reconciliation.RoleBinding {
+		return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b.DeepCopy()}
+	})
 }
 
 type roleModifier struct {
@@ -380,13 +393,9 @@ type roleModifier struct {
 }
 
 func (m *roleModifier) Get(ns, name string) (reconciliation.RuleOwner, error) {
-	if r, ok := m.listed.take(ns, name); ok {
-		if r == nil {
-			return nil, apierrors.NewNotFound(rbacv1.Resource("roles"), name)
-		}
-		return reconciliation.RoleRuleOwner{Role: r.DeepCopy()}, nil
-	}
-	return m.RoleModifier.Get(ns, name)
+	return fromList(m.listed, "roles", ns, name, m.RoleModifier.Get, func(r *rbacv1.Role) reconciliation.RuleOwner {
+		return reconciliation.RoleRuleOwner{Role: r.DeepCopy()}
+	})
 }
 
 type roleBindingModifier struct {
@@ -396,13 +405,9 @@ type roleBindingModifier struct {
 }
 
 func (m *roleBindingModifier) Get(ns, name string) (reconciliation.RoleBinding, error) {
-	if b, ok := m.listed.take(ns, name); ok {
-		if b == nil {
-			return nil, apierrors.NewNotFound(rbacv1.Resource("rolebindings"), name)
-		}
-		return reconciliation.RoleBindingAdapter{RoleBinding: b.DeepCopy()}, nil
-	}
-	return m.RoleBindingClientAdapter.Get(ns, name)
+	return fromList(m.listed, "rolebindings", ns, name, m.RoleBindingClientAdapter.Get, func(b *rbacv1.RoleBinding) reconciliation.RoleBinding {
+		return reconciliation.RoleBindingAdapter{RoleBinding: b.DeepCopy()}
+	})
 }
 
 func (m *clusterRoleModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {

@@ -8,7 +8,6 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
@@ -17,19 +16,14 @@ import (
 // manager is the field manager kube-apiserver's config consumer applies status as.
 const manager = "api-priority-and-fairness-config-consumer-v1"
 
-var (
-	flowSchemasGVR    = schema.GroupVersionResource{Group: flowcontrolv1.GroupName, Version: "v1", Resource: "flowschemas"}
-	priorityLevelsGVR = schema.GroupVersionResource{Group: flowcontrolv1.GroupName, Version: "v1", Resource: "prioritylevelconfigurations"}
-)
-
 // alwaysThere are the mandatory priority levels kube imagines when their objects are missing:
 // a FlowSchema naming them never dangles.
 var alwaysThere = map[string]bool{flowcontrolv1.PriorityLevelConfigurationNameExempt: true, flowcontrolv1.PriorityLevelConfigurationNameCatchAll: true}
 
 // Run keeps every FlowSchema's Dangling condition until ctx ends.
 func Run(ctx context.Context, svc *objects.Service, log *slog.Logger) {
-	schemas, ok1 := svc.Catalog().Lookup(flowSchemasGVR)
-	levels, ok2 := svc.Catalog().Lookup(priorityLevelsGVR)
+	schemas, ok1 := svc.Catalog().Lookup(catalog.FlowSchemasGVR)
+	levels, ok2 := svc.Catalog().Lookup(catalog.PriorityLevelConfigurationsGVR)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -77,7 +71,7 @@ func sync(ctx context.Context, svc *objects.Service, schemas, levels *catalog.Re
 			continue
 		}
 		config := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": flowSchemasGVR.GroupVersion().String(), "kind": "FlowSchema",
+			"apiVersion": catalog.FlowSchemasGVR.GroupVersion().String(), "kind": "FlowSchema",
 			"metadata": map[string]any{"name": fs.GetName()},
 			"status": map[string]any{"conditions": []any{map[string]any{
 				"type": want.Type, "status": want.Status, "reason": want.Reason, "message": want.Message,

@@ -23,8 +23,6 @@ import (
 
 const kubernetesFinalizer = "kubernetes"
 
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
 // DeletionGracePeriod is how long the controller leaves a namespace it sees Terminating before
 // it starts on it: kube-controller-manager's namespace controller waits 5 s
 // (namespaceDeletionGracePeriod), for other API servers to observe the deletion and last-minute
@@ -48,7 +46,7 @@ func NewController(svc *objects.Service, log *slog.Logger) *Controller {
 
 // Run follows namespaces until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	r, _ := c.objects.Catalog().Lookup(namespacesGVR)
+	r, _ := c.objects.Catalog().Lookup(catalog.NamespacesGVR)
 	c.objects.Follow(ctx, r, func(ns *unstructured.Unstructured, deleted bool) {
 		if deleted || ns.GetDeletionTimestamp() == nil {
 			return

@@ -9,8 +9,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
@@ -23,8 +23,8 @@ func TestNamespaceDeletion(t *testing.T) {
 	c.grace = 100 * time.Millisecond
 	go c.Run(ctx)
 
-	nss, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	cms, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	nss, _ := cat.Lookup(catalog.NamespacesGVR)
+	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 	for _, name := range []string{"plain", "held"} {
 		cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}}
 		if name == "held" {

@@ -13,10 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/namespacequeue"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
@@ -31,26 +30,19 @@ const (
 	dataKey = "ca.crt"
 )
 
-var (
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-)
-
 // Controller publishes the CA bundle in every namespace.
 type Controller struct {
 	objects  *objects.Service
 	log      *slog.Logger
 	caPEM    []byte
-	ours     [][]byte                                     // DER of each certificate in caPEM
-	subjects [][]byte                                     // their subjects
-	queue    workqueue.TypedRateLimitingInterface[string] // namespace names
+	ours     [][]byte // DER of each certificate in caPEM
+	subjects [][]byte // their subjects
+	queue    *namespacequeue.Queue
 }
 
 // NewController returns a publisher of caPEM (one or more PEM certificates) over svc.
 func NewController(svc *objects.Service, caPEM []byte, log *slog.Logger) *Controller {
-	c := &Controller{objects: svc, log: log, caPEM: caPEM, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "root_ca_cert_publisher"})}
+	c := &Controller{objects: svc, log: log, caPEM: caPEM, queue: namespacequeue.New("root_ca_cert_publisher")}
 	for _, cert := range certificates(caPEM) {
 		c.ours = append(c.ours, cert.Raw)
 		c.subjects = append(c.subjects, cert.RawSubject)
@@ -60,8 +52,8 @@ func NewController(svc *objects.Service, caPEM []byte, log *slog.Logger) *Contro
 
 // Run follows namespaces and the published ConfigMaps until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	namespaces, ok1 := c.objects.Catalog().Lookup(namespacesGVR)
-	configMaps, ok2 := c.objects.Catalog().Lookup(configMapsGVR)
+	namespaces, ok1 := c.objects.Catalog().Lookup(catalog.NamespacesGVR)
+	configMaps, ok2 := c.objects.Catalog().Lookup(catalog.ConfigMapsGVR)
 	if !ok1 || !ok2 {
 		c.log.Error("root CA publisher: namespaces or configmaps not served")
 		return
@@ -78,31 +70,14 @@ func (c *Controller) Run(ctx context.Context) {
 			c.queue.Add(cm.GetNamespace())
 		}
 	})
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for c.next(ctx, configMaps) {
-	}
-}
-
-// next syncs one namespace off the queue; it returns false once the queue is shut down.
-func (c *Controller) next(ctx context.Context, configMaps *catalog.Resource) bool {
-	ns, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(ns)
-	if err := c.sync(ctx, configMaps, ns); err != nil {
+	c.queue.Run(ctx, func(ctx context.Context, ns string) error {
+		return c.sync(ctx, configMaps, ns)
+	}, func(ns string, err error) {
 		// Losing a race with another writer is retried quietly.
-		if ctx.Err() == nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
 			c.log.Warn("publishing the root CA failed", "namespace", ns, "err", err)
 		}
-		c.queue.AddRateLimited(ns)
-		return true
-	}
-	c.queue.Forget(ns)
-	return true
+	})
 }
 
 // sync creates the namespace's ConfigMap, or puts its data and annotation back.

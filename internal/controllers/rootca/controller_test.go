@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 	"github.com/lapis-dev/lapis/internal/pki"
@@ -117,8 +118,8 @@ func TestPublisher(t *testing.T) {
 	defer cancel()
 	ca := lapisCA(t)
 	go NewController(svc, []byte(ca), discard).Run(ctx)
-	nss, _ := cat.Lookup(namespacesGVR)
-	cms, _ := cat.Lookup(configMapsGVR)
+	nss, _ := cat.Lookup(catalog.NamespacesGVR)
+	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 
 	get := func(ns string) (*unstructured.Unstructured, error) { return svc.Get(ctx, cms, ns, ConfigMapName) }
 	published := func(cm *unstructured.Unstructured) bool {
@@ -261,7 +262,7 @@ func TestSharedStorage(t *testing.T) {
 	a, b := lapisCA(t), lapisCA(t)
 	go NewController(svc, []byte(a), discard).Run(ctx)
 	go NewController(svc, []byte(b), discard).Run(ctx)
-	cms, _ := cat.Lookup(configMapsGVR)
+	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 
 	var rv string
 	eventually(t, "both CAs published", func() bool {

@@ -7,10 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/namespacequeue"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
@@ -21,29 +20,22 @@ const (
 	manager = "kube-controller-manager"
 )
 
-var (
-	namespacesGVR      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
-)
-
 // Controller creates the default ServiceAccount of each namespace.
 type Controller struct {
 	objects *objects.Service
 	log     *slog.Logger
-	queue   workqueue.TypedRateLimitingInterface[string] // namespace names
+	queue   *namespacequeue.Queue
 }
 
 // NewController returns a serviceaccount controller over svc.
 func NewController(svc *objects.Service, log *slog.Logger) *Controller {
-	return &Controller{objects: svc, log: log, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "serviceaccount"})}
+	return &Controller{objects: svc, log: log, queue: namespacequeue.New("serviceaccount")}
 }
 
 // Run follows namespaces and ServiceAccounts until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	namespaces, ok1 := c.objects.Catalog().Lookup(namespacesGVR)
-	accounts, ok2 := c.objects.Catalog().Lookup(serviceAccountsGVR)
+	namespaces, ok1 := c.objects.Catalog().Lookup(catalog.NamespacesGVR)
+	accounts, ok2 := c.objects.Catalog().Lookup(catalog.ServiceAccountsGVR)
 	if !ok1 || !ok2 {
 		c.log.Error("serviceaccount controller: namespaces or serviceaccounts not served")
 		return
@@ -60,30 +52,11 @@ func (c *Controller) Run(ctx context.Context) {
 			c.queue.Add(sa.GetNamespace())
 		}
 	})
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for c.next(ctx, namespaces, accounts) {
-	}
-}
-
-// next syncs one namespace off the queue; it returns false once the queue is shut down.
-func (c *Controller) next(ctx context.Context, namespaces, accounts *catalog.Resource) bool {
-	ns, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(ns)
-	if err := c.sync(ctx, namespaces, accounts, ns); err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn("creating the default ServiceAccount failed", "namespace", ns, "err", err)
-		}
-		c.queue.AddRateLimited(ns)
-		return true
-	}
-	c.queue.Forget(ns)
-	return true
+	c.queue.Run(ctx, func(ctx context.Context, ns string) error {
+		return c.sync(ctx, namespaces, accounts, ns)
+	}, func(ns string, err error) {
+		c.log.Warn("creating the default ServiceAccount failed", "namespace", ns, "err", err)
+	})
 }
 
 // sync creates the namespace's default ServiceAccount if the namespace is active and has none.

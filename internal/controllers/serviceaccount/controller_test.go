@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
@@ -21,8 +22,8 @@ func TestDefaultServiceAccount(t *testing.T) {
 	svc, cat := objectstest.NewService(t, "before", "own")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nss, _ := cat.Lookup(namespacesGVR)
-	sas, _ := cat.Lookup(serviceAccountsGVR)
+	nss, _ := cat.Lookup(catalog.NamespacesGVR)
+	sas, _ := cat.Lookup(catalog.ServiceAccountsGVR)
 	mine := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
 		"metadata": map[string]any{"name": "default", "labels": map[string]any{"made-by": "user"}}, "automountServiceAccountToken": false}}
 	own, err := svc.Create(ctx, sas, "own", mine, objects.WriteOptions{})

@@ -14,21 +14,55 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package allocate
+package servicealloc
 
-// What kube-apiserver's service REST storage does around allocation, copied from
-// k8s.io/kubernetes v1.37.2 pkg/registry/core/service/storage/storage.go (unexported there):
-// the Before/After types, normalizeClusterIPs and patchAllocatedValues (run by its BeginUpdate
-// and BeginCreate), and the read-time defaulting of ipFamilies it applies to the old object.
-// transaction.go of that package follows at the end. Only the REST receiver became a
-// families struct.
+// Origin: k8s.io/kubernetes v1.37.2, pkg/registry/core/service/storage/storage.go.
+// Copied because these are methods of kube's service REST storage, which is a generic registry
+// store (lapis has its own): the read-time defaulting, afterDelete, beginCreate and beginUpdate
+// that run kube's Allocators around a Service's writes, and the helpers they call.
+// Local changes:
+//   - REST keeps only primaryIPFamily and alloc; NewREST takes only what sets them.
+//   - BeginCreate, BeginUpdate and AfterDelete are exported and take the internal Service
+//     and a dryRun bool instead of runtime.Object and options; they return a FinishFunc,
+//     declared here (kube's genericregistry.FinishFunc) so the generic registry is not imported.
+//   - AfterDelete does not check dry-run: lapis calls it only for deletes that landed.
+//   - The REST methods, defaultOnRead and the ServiceList defaulting, and ResourceLocation
+//     and the endpoint checks it uses, are not copied.
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/service/ipallocator"
+	"k8s.io/kubernetes/pkg/registry/core/service/portallocator"
 	netutil "k8s.io/utils/net"
 )
 
+// FinishFunc is kube's genericregistry.FinishFunc: called once the write is known to have
+// landed (success) or not.
+type FinishFunc func(ctx context.Context, success bool)
+
+// REST is what is left of kube's service REST storage around the allocators.
+type REST struct {
+	primaryIPFamily api.IPFamily
+	alloc           Allocators
+}
+
+// NewREST returns the allocation side of kube's service REST storage.
+func NewREST(
+	serviceIPFamily api.IPFamily,
+	ipAllocs map[api.IPFamily]ipallocator.Interface,
+	portAlloc portallocator.Interface) *REST {
+
+	return &REST{
+		primaryIPFamily: serviceIPFamily,
+		alloc:           makeAlloc(serviceIPFamily, ipAllocs, portAlloc),
+	}
+}
+
+// otherFamily returns the non-selected IPFamily.  This assumes the input is
+// valid.
 func otherFamily(fam api.IPFamily) api.IPFamily {
 	if fam == api.IPv4Protocol {
 		return api.IPv6Protocol
@@ -55,11 +89,8 @@ type After struct {
 	*api.Service
 }
 
-// families is what defaultOnReadService needs of the REST storage.
-type families struct{ primaryIPFamily api.IPFamily }
-
 // defaultOnReadService defaults a single Service.
-func (r families) defaultOnReadService(service *api.Service) {
+func (r *REST) defaultOnReadService(service *api.Service) {
 	if service == nil {
 		return
 	}
@@ -83,7 +114,7 @@ func defaultOnReadInternalTrafficPolicy(service *api.Service) {
 	}
 }
 
-func (r families) defaultOnReadIPFamilies(service *api.Service) {
+func (r *REST) defaultOnReadIPFamilies(service *api.Service) {
 	// ExternalName does not need this.
 	if !needsClusterIP(service) {
 		return
@@ -134,6 +165,74 @@ func (r families) defaultOnReadIPFamilies(service *api.Service) {
 			service.Spec.IPFamilyPolicy = &requireDualStack
 		}
 	}
+}
+
+func (r *REST) AfterDelete(svc *api.Service) {
+	// Normally this defaulting is done automatically, but the hook (Decorator)
+	// is called at the end of this process, and we want the fully-formed
+	// object.
+	r.defaultOnReadService(svc)
+
+	r.alloc.releaseAllocatedResources(svc)
+}
+
+func (r *REST) BeginCreate(ctx context.Context, svc *api.Service, dryRun bool) (FinishFunc, error) {
+	// Make sure ClusterIP and ClusterIPs are in sync.  This has to happen
+	// early, before anyone looks at them.
+	normalizeClusterIPs(After{svc}, Before{nil})
+
+	// Allocate IPs and ports. If we had a transactional store, this would just
+	// be part of the larger transaction.  We don't have that, so we have to do
+	// it manually. This has to happen here and not in any earlier hooks (e.g.
+	// defaulting) because it needs to be aware of flags and be able to access
+	// API storage.
+	txn, err := r.alloc.allocateCreate(svc, dryRun)
+	if err != nil {
+		return nil, err
+	}
+
+	// Our cleanup callback
+	finish := func(_ context.Context, success bool) {
+		if success {
+			txn.Commit()
+		} else {
+			txn.Revert()
+		}
+	}
+
+	return finish, nil
+}
+
+func (r *REST) BeginUpdate(ctx context.Context, newSvc, oldSvc *api.Service, dryRun bool) (FinishFunc, error) {
+	// Make sure the existing object has all fields we expect to be defaulted.
+	// This might not be true if the saved object predates these fields (the
+	// Decorator hook is not called on 'old' in the update path.
+	r.defaultOnReadService(oldSvc)
+
+	// Fix up allocated values that the client may have not specified (for
+	// idempotence).
+	patchAllocatedValues(After{newSvc}, Before{oldSvc})
+
+	// Make sure ClusterIP and ClusterIPs are in sync.  This has to happen
+	// early, before anyone looks at them.
+	normalizeClusterIPs(After{newSvc}, Before{oldSvc})
+
+	// Allocate and initialize fields.
+	txn, err := r.alloc.allocateUpdate(After{newSvc}, Before{oldSvc}, dryRun)
+	if err != nil {
+		return nil, err
+	}
+
+	// Our cleanup callback
+	finish := func(_ context.Context, success bool) {
+		if success {
+			txn.Commit()
+		} else {
+			txn.Revert()
+		}
+	}
+
+	return finish, nil
 }
 
 // normalizeClusterIPs adjust clusterIPs based on ClusterIP.  This must not
@@ -287,49 +386,4 @@ func needsHCNodePort(svc *api.Service) bool {
 		return false
 	}
 	return true
-}
-
-// transaction represents something that may need to be finalized on success or
-// failure of the larger transaction.
-type transaction interface {
-	// Commit tells the transaction to finalize any changes it may have
-	// pending.  This cannot fail, so errors must be handled internally.
-	Commit()
-
-	// Revert tells the transaction to abandon or undo any changes it may have
-	// pending.  This cannot fail, so errors must be handled internally.
-	Revert()
-}
-
-// metaTransaction is a collection of transactions.
-type metaTransaction []transaction
-
-func (mt metaTransaction) Commit() {
-	for _, t := range mt {
-		t.Commit()
-	}
-}
-
-func (mt metaTransaction) Revert() {
-	for _, t := range mt {
-		t.Revert()
-	}
-}
-
-// callbackTransaction is a transaction which calls arbitrary functions.
-type callbackTransaction struct {
-	commit func()
-	revert func()
-}
-
-func (cb callbackTransaction) Commit() {
-	if cb.commit != nil {
-		cb.commit()
-	}
-}
-
-func (cb callbackTransaction) Revert() {
-	if cb.revert != nil {
-		cb.revert()
-	}
 }
