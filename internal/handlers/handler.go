@@ -31,6 +31,8 @@ type Handler struct {
 	computed *computed
 	// watches is told of watches and their events (observe.go).
 	watches WatchObserver
+	// verbs serve the generic verbs, by RequestInfo verb.
+	verbs map[string]func(*request) error
 }
 
 // New returns a Handler over svc.
@@ -46,6 +48,10 @@ func New(svc *objects.Service) *Handler {
 	apiregistrationinstall.Install(decodes)
 	h := &Handler{objects: svc, typed: typed, decodes: decodes, protobuf: newProtobufSerializer(typed), watches: noWatchObserver{}}
 	h.computed = newComputed(h)
+	h.verbs = map[string]func(*request) error{
+		"get": h.get, "list": h.list, "watch": h.watch, "create": h.create, "update": h.update, "patch": h.patch,
+		"delete": h.delete, "deletecollection": h.deleteCollection,
+	}
 	return h
 }
 
@@ -103,28 +109,8 @@ func (h *Handler) verb(rq *request) error {
 	if served, err := h.subresource(rq); served {
 		return err
 	}
-	switch rq.info.Verb {
-	case "get":
-		return h.get(rq)
-	case "list":
-		return h.list(rq)
-	case "watch":
-		return h.watch(rq)
-	case "create":
-		if rq.info.Name != "" && rq.resource.CRD == nil {
-			// Built-in routes take no POST to a name; the apiextensions handler creates what the
-			// body names.
-			return methodNotAllowed(rq.resource, "create")
-		}
-		return h.create(rq)
-	case "update":
-		return h.update(rq)
-	case "patch":
-		return h.patch(rq)
-	case "delete":
-		return h.delete(rq)
-	case "deletecollection":
-		return h.deleteCollection(rq)
+	if serve, ok := h.verbs[rq.info.Verb]; ok {
+		return serve(rq)
 	}
 	return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 }
