@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -27,8 +29,10 @@ type Handler struct {
 	protobuf runtime.Serializer
 	// decodes holds, with legacyscheme.Scheme, the kinds kube-apiserver decodes (kubeDecodes).
 	decodes *runtime.Scheme
-	// computed serves what kube-apiserver answers without storing (virtual.go).
-	computed *computed
+	// authz decides what kube's connect endpoints and server-side apply's creates may do.
+	authz authorizer.Authorizer
+	// endpoints are kube's special endpoints (package special).
+	endpoints Endpoints
 	// watches is told of watches and their events (observe.go).
 	watches WatchObserver
 	// verbs serve the generic verbs, by RequestInfo verb.
@@ -47,7 +51,7 @@ func New(svc *objects.Service) *Handler {
 	apiextensionsinstall.Install(decodes)
 	apiregistrationinstall.Install(decodes)
 	h := &Handler{objects: svc, typed: typed, decodes: decodes, protobuf: newProtobufSerializer(typed), watches: noWatchObserver{}}
-	h.computed = newComputed(h)
+	h.authz = authorizerfactory.NewAlwaysAllowAuthorizer()
 	h.verbs = map[string]func(*request) error{
 		"get": h.get, "list": h.list, "watch": h.watch, "create": h.create, "update": h.update, "patch": h.patch,
 		"delete": h.delete, "deletecollection": h.deleteCollection,
@@ -100,14 +104,18 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 
 // verb runs the handler of the request's verb; what it returns is the error to answer with.
 func (h *Handler) verb(rq *request) error {
+	if e, ok := h.endpoint(rq); ok {
+		return e.Serve(&Request{h: h, rq: rq})
+	}
 	if rq.resource.Virtual {
-		return h.virtual(rq)
+		// What kube-apiserver computes is served by the special endpoints only.
+		return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 	}
-	if rq.info.Subresource == "scale" {
+	switch rq.info.Subresource {
+	case "scale":
 		return h.scale(rq)
-	}
-	if served, err := h.subresource(rq); served {
-		return err
+	case "log", "exec", "attach", "portforward", "proxy":
+		return h.connect(rq)
 	}
 	if serve, ok := h.verbs[rq.info.Verb]; ok {
 		return serve(rq)

@@ -99,7 +99,7 @@ func (h *Handler) delete(rq *request) error {
 		return err
 	}
 	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
-		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
+		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: PropagationPolicy(opts),
 		GracePeriodSeconds: opts.GracePeriodSeconds,
 	})
 	if err != nil {
@@ -129,9 +129,9 @@ func warnDefaultPropagation(rq *request, opts metav1.DeleteOptions) {
 	}
 }
 
-// propagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
+// PropagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
 // has refused it alongside propagationPolicy) means Orphan when true and Background when false.
-func propagationPolicy(opts metav1.DeleteOptions) *metav1.DeletionPropagation {
+func PropagationPolicy(opts metav1.DeleteOptions) *metav1.DeletionPropagation {
 	if o := opts.OrphanDependents; o != nil {
 		p := metav1.DeletePropagationBackground
 		if *o {
@@ -160,7 +160,7 @@ func (h *Handler) deleteCollection(rq *request) error {
 		return err
 	}
 	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
-		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
+		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: PropagationPolicy(opts),
 			GracePeriodSeconds: opts.GracePeriodSeconds})
 	if err != nil {
 		return err

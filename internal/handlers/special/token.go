@@ -1,35 +1,32 @@
-package handlers
+package special
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	authenticationapi "k8s.io/kubernetes/pkg/apis/authentication"
 	authenticationvalidation "k8s.io/kubernetes/pkg/apis/authentication/validation"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/openapi"
+	"github.com/lapis-dev/lapis/internal/fieldmanager"
+	"github.com/lapis-dev/lapis/internal/handlers"
+	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 var (
 	tokenRequestGVs = []schema.GroupVersion{authenticationv1.SchemeGroupVersion}
 	tokenRequestGK  = schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}
-
-	secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
 
 // TokenIssuer signs ServiceAccount tokens (authn.Authenticator): kube's TokenREST once it has
@@ -45,82 +42,56 @@ type audiencesProvider interface {
 	APIAudiences() authenticator.Audiences
 }
 
-// WithTokenIssuer lets serviceaccounts/token issue tokens with i.
-func (h *Handler) WithTokenIssuer(i TokenIssuer) *Handler {
-	h.computed.tokens = &tokenEndpoint{TokenIssuer: i}
-	return h
+// tokenRequests is serviceaccounts/{name}/token (TokenRequest), kube's TokenREST over an
+// issuer (nil: none).
+type tokenRequests struct {
+	objects *objects.Service
+	issuer  TokenIssuer
+	fields  *fieldmanager.Computed
+	// answers is what it answers with, whose field manager records the requests.
+	answers *catalog.Resource
 }
 
-// tokenEndpoint is the issuer and the field manager of the TokenRequests it answers with.
-type tokenEndpoint struct {
-	TokenIssuer
-	once   sync.Once
-	fields *managedfields.FieldManager // nil when it cannot be built: answers go without managedFields
+func newTokenRequests(svc *objects.Service, issuer TokenIssuer, fields *fieldmanager.Computed) *tokenRequests {
+	answers := &catalog.Resource{GroupVersion: authenticationv1.SchemeGroupVersion, Kind: "TokenRequest", Name: "tokenrequests", Virtual: true}
+	return &tokenRequests{objects: svc, issuer: issuer, fields: fields, answers: answers}
 }
 
-// issuer is the endpoint's issuer; nil for none.
-func (t *tokenEndpoint) issuer() TokenIssuer {
-	if t == nil {
-		return nil
-	}
-	return t.TokenIssuer
-}
+var _ handlers.Endpoint = (*tokenRequests)(nil)
 
-// fieldManager is kube's for serviceaccounts/token: TokenRequest managedFields entries name the
-// subresource.
-func (t *tokenEndpoint) fieldManager() *managedfields.FieldManager {
-	t.once.Do(func() {
-		r := &catalog.Resource{GroupVersion: authenticationv1.SchemeGroupVersion, Kind: "TokenRequest", Name: "tokenrequests", Virtual: true}
-		types, err := managedfields.NewTypeConverter(openapi.Models([]*catalog.Resource{r}), false)
-		if err != nil {
-			return
-		}
-		s := legacyscheme.Scheme
-		t.fields, _ = managedfields.NewDefaultFieldManager(types, s, s, s, r.GroupVersionKind(), r.GroupVersion, "token", nil)
-	})
-	return t.fields
-}
-
-// token is serviceaccounts/{name}/token (TokenRequest), kube's TokenREST: it checks the request
-// (names, the ServiceAccount, kube's validation), looks up the object the token is bound to,
-// and answers 201 with the TokenRequest and its token. Dry-run issues a token too, as kube's
-// does. Without an issuer it refuses with a 400 that says so after the same checks.
-func (h *Handler) token(rq *request) error {
-	if rq.info.Verb != "create" {
-		return methodNotAllowed(rq.resource, rq.info.Verb)
-	}
-	opts, err := createOptions(rq.req)
+// Serve checks the request (names, the ServiceAccount, kube's validation), looks up the
+// object the token is bound to, and answers 201 with the TokenRequest and its token. Dry-run
+// issues a token too, as kube's does. Without an issuer it refuses with a 400 that says so
+// after the same checks.
+func (t *tokenRequests) Serve(rq *handlers.Request) error {
+	// A TokenRequest keeps its uid, which must be the ServiceAccount's.
+	obj, opts, warnings, err := rq.DecodeCreate(handlers.Body{Kind: "TokenRequest", Versions: tokenRequestGVs, KeepSystemFields: true})
 	if err != nil {
 		return err
 	}
-	obj, warnings, err := h.decodeInternal(rq, "TokenRequest", tokenRequestGVs, opts.FieldValidation)
-	if err != nil {
-		return err
-	}
+	req := obj.(*authenticationapi.TokenRequest)
+	// kube-apiserver's create handler records the fields as they were sent; TokenRequest
+	// managedFields entries name the subresource.
+	t.fields.Track(t.answers, "token", req, rq.Manager(opts.FieldManager))
 	recorder := &tokenWarnings{texts: warnings}
-	out, err := h.issueToken(warning.WithWarningRecorder(kubeContext(rq), recorder), rq, obj.(*authenticationapi.TokenRequest), opts.FieldManager)
-	writeWarnings(rq.w, recorder.texts)
+	out, err := t.issueToken(warning.WithWarningRecorder(rq.Context(), recorder), rq, req)
+	rq.Warn(recorder.texts)
 	if err != nil {
 		return err
 	}
-	return h.writeComputed(rq, http.StatusCreated, out, authenticationv1.SchemeGroupVersion)
+	return rq.Respond(http.StatusCreated, out, authenticationv1.SchemeGroupVersion)
 }
 
 // issueToken is the body of kube's TokenREST.Create, in its order, up to the issuer.
-func (h *Handler) issueToken(ctx context.Context, rq *request, req *authenticationapi.TokenRequest, manager string) (*authenticationapi.TokenRequest, error) {
-	endpoint, _ := h.computed.tokens.(*tokenEndpoint)
-	if endpoint != nil {
-		// kube-apiserver's create handler records the fields as they were sent.
-		h.trackTokenFields(rq, endpoint, req, manager)
-	}
-	name, namespace := rq.info.Name, rq.info.Namespace
+func (t *tokenRequests) issueToken(ctx context.Context, rq *handlers.Request, req *authenticationapi.TokenRequest) (*authenticationapi.TokenRequest, error) {
+	name, namespace := rq.Info().Name, rq.Info().Namespace
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(namespace, req); err != nil {
 		return nil, err
 	}
 	if len(req.Name) > 0 && req.Name != name {
 		return nil, apierrors.NewInvalid(tokenRequestGK, name, field.ErrorList{field.Invalid(field.NewPath("metadata").Child("name"), req.Name, "must match the service account name if specified")})
 	}
-	u, err := h.objects.Get(ctx, rq.resource, namespace, name)
+	u, err := t.objects.Get(ctx, rq.Resource(), namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +103,7 @@ func (h *Handler) issueToken(ctx context.Context, rq *request, req *authenticati
 		return nil, apierrors.NewConflict(schema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, name,
 			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
 	}
-	if p, ok := endpoint.issuer().(audiencesProvider); ok && len(req.Spec.Audiences) == 0 {
+	if p, ok := t.issuer.(audiencesProvider); ok && len(req.Spec.Audiences) == 0 {
 		req.Spec.Audiences = p.APIAudiences()
 	}
 	req.Name, req.Namespace, req.UID = sa.Name, sa.Namespace, sa.UID
@@ -140,20 +111,20 @@ func (h *Handler) issueToken(ctx context.Context, rq *request, req *authenticati
 	if errs := authenticationvalidation.ValidateTokenRequest(req); len(errs) != 0 {
 		return nil, apierrors.NewInvalid(tokenRequestGK, "", errs)
 	}
-	if endpoint == nil {
+	if t.issuer == nil {
 		return nil, errNoTokenIssuer(name)
 	}
-	bound, err := h.tokenBoundObject(ctx, namespace, req.Spec.BoundObjectRef)
+	bound, err := t.boundObject(ctx, namespace, req.Spec.BoundObjectRef)
 	if err != nil {
 		return nil, err
 	}
-	return endpoint.IssueToken(ctx, sa, req, bound)
+	return t.issuer.IssueToken(ctx, sa, req, bound)
 }
 
-// tokenBoundObject looks up the object a token is to be bound to, as kube's TokenREST does:
+// boundObject looks up the object a token is to be bound to, as kube's TokenREST does:
 // Pods and Secrets of the namespace, Nodes, whatever the reference's version. It is nil for
 // other kinds, which the issuer refuses.
-func (h *Handler) tokenBoundObject(ctx context.Context, namespace string, ref *authenticationapi.BoundObjectReference) (runtime.Object, error) {
+func (t *tokenRequests) boundObject(ctx context.Context, namespace string, ref *authenticationapi.BoundObjectReference) (runtime.Object, error) {
 	if ref == nil {
 		return nil, nil
 	}
@@ -172,11 +143,11 @@ func (h *Handler) tokenBoundObject(ctx context.Context, namespace string, ref *a
 	default:
 		return nil, nil
 	}
-	r, ok := h.objects.Catalog().Lookup(gvr)
+	r, ok := t.objects.Catalog().Lookup(gvr)
 	if !ok {
-		return nil, ErrNoRoute
+		return nil, handlers.ErrNoRoute
 	}
-	u, err := h.objects.Get(ctx, r, namespace, ref.Name)
+	u, err := t.objects.Get(ctx, r, namespace, ref.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -184,22 +155,6 @@ func (h *Handler) tokenBoundObject(ctx context.Context, namespace string, ref *a
 		return nil, apierrors.NewInternalError(err)
 	}
 	return obj, nil
-}
-
-// trackTokenFields records the request's fields in its managedFields, as kube-apiserver's
-// create handler does before TokenREST sees the request. Failures leave it as it was.
-func (h *Handler) trackTokenFields(rq *request, endpoint *tokenEndpoint, req *authenticationapi.TokenRequest, manager string) {
-	fm := endpoint.fieldManager()
-	if fm == nil {
-		return
-	}
-	s := legacyscheme.Scheme
-	versioned, err := s.ConvertToVersion(req.DeepCopy(), authenticationv1.SchemeGroupVersion)
-	if err != nil {
-		return
-	}
-	tracked := fm.UpdateNoErrors(&authenticationv1.TokenRequest{}, versioned, managerOrUserAgent(manager, rq.req.UserAgent()))
-	_ = s.Convert(tracked, req, nil)
 }
 
 // tokenWarnings collects the warnings of a token request, each once, as kube's recorder.
