@@ -31,11 +31,8 @@ type fakeIssuer struct {
 	err   error
 }
 
+// apiAudience is the API server's audience, which requests that name none get.
 const apiAudience = "https://kubernetes.default.svc.cluster.local"
-
-func (f *fakeIssuer) APIAudiences() authenticator.Audiences {
-	return authenticator.Audiences{apiAudience}
-}
 
 func (f *fakeIssuer) IssueToken(ctx context.Context, sa *corev1.ServiceAccount, req *authenticationapi.TokenRequest, bound runtime.Object) (*authenticationapi.TokenRequest, error) {
 	f.mu.Lock()
@@ -61,7 +58,7 @@ func (f *fakeIssuer) last() (*corev1.ServiceAccount, *authenticationapi.TokenReq
 func newTokenFixture(t *testing.T, issuer special.TokenIssuer) (*fixture, map[string]string) {
 	t.Helper()
 	svc := newService(t)
-	f := serve(t, handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{}, issuer)))
+	f := serve(t, handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{Audiences: authenticator.Audiences{apiAudience}}, issuer)))
 	uids := map[string]string{}
 	for _, o := range []struct{ path, name, body string }{
 		{"/api/v1/namespaces", "default", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`},

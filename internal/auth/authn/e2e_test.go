@@ -43,7 +43,7 @@ func TestTokenRequestEndToEnd(t *testing.T) {
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	svc := objects.NewService(storage.NewStore(b.Client), cat)
-	h := handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{}, a))
+	h := handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{Audiences: a.APIAudiences()}, a))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if info := routing.Parse(req); info.IsResource {
 			h.Serve(w, req, info)

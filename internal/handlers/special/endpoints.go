@@ -12,8 +12,9 @@ import (
 )
 
 // Auth is what the request path knows about identity that the review resources answer from:
-// kube's authenticator (tokenreviews), the API audiences, and kube's authorizer and rule
-// resolver (access and rules reviews; both allow everything when nil).
+// kube's authenticator (tokenreviews), the API audiences (also those of TokenRequests that
+// name none), and kube's authorizer and rule resolver (access and rules reviews; both allow
+// everything when nil).
 type Auth struct {
 	Authenticator authenticator.Request
 	Audiences     authenticator.Audiences
@@ -22,7 +23,8 @@ type Auth struct {
 }
 
 // New returns kube's special endpoints over svc: the reviews answer from auth, and
-// serviceaccounts/token issues tokens with tokens (nil: it refuses to).
+// serviceaccounts/token issues tokens with tokens (nil: it refuses to) for auth's audiences
+// when a request names none.
 func New(svc *objects.Service, auth Auth, tokens TokenIssuer) handlers.Endpoints {
 	if auth.Authorizer == nil {
 		auth.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
@@ -36,7 +38,7 @@ func New(svc *objects.Service, auth Auth, tokens TokenIssuer) handlers.Endpoints
 		{Resource: "bindings"}:                              bind,
 		{Resource: "pods", Subresource: "binding"}:          bind,
 		{Resource: "pods", Subresource: "eviction"}:         &evictions{objects: svc},
-		{Resource: "serviceaccounts", Subresource: "token"}: newTokenRequests(svc, tokens, fields),
+		{Resource: "serviceaccounts", Subresource: "token"}: newTokenRequests(svc, tokens, auth.Audiences, fields),
 		{Resource: "componentstatuses"}:                     &componentStatuses{servers: kubeComponents(svc)},
 	}
 	for gr, creater := range reviewCreaters(auth) {

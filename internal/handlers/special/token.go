@@ -36,25 +36,22 @@ type TokenIssuer interface {
 	IssueToken(ctx context.Context, sa *corev1.ServiceAccount, req *authenticationapi.TokenRequest, bound runtime.Object) (*authenticationapi.TokenRequest, error)
 }
 
-// audiencesProvider is a TokenIssuer that says which audiences a request without any gets:
-// kube defaults them before validating the request.
-type audiencesProvider interface {
-	APIAudiences() authenticator.Audiences
-}
-
 // tokenRequests is serviceaccounts/{name}/token (TokenRequest), kube's TokenREST over an
 // issuer (nil: none).
 type tokenRequests struct {
 	objects *objects.Service
 	issuer  TokenIssuer
 	fields  *fieldmanager.Computed
+	// audiences are those a request without any gets: kube defaults them before validating
+	// the request.
+	audiences authenticator.Audiences
 	// answers is what it answers with, whose field manager records the requests.
 	answers *catalog.Resource
 }
 
-func newTokenRequests(svc *objects.Service, issuer TokenIssuer, fields *fieldmanager.Computed) *tokenRequests {
+func newTokenRequests(svc *objects.Service, issuer TokenIssuer, audiences authenticator.Audiences, fields *fieldmanager.Computed) *tokenRequests {
 	answers := &catalog.Resource{GroupVersion: authenticationv1.SchemeGroupVersion, Kind: "TokenRequest", Name: "tokenrequests", Virtual: true}
-	return &tokenRequests{objects: svc, issuer: issuer, fields: fields, answers: answers}
+	return &tokenRequests{objects: svc, issuer: issuer, audiences: audiences, fields: fields, answers: answers}
 }
 
 var _ handlers.Endpoint = (*tokenRequests)(nil)
@@ -103,8 +100,8 @@ func (t *tokenRequests) issueToken(ctx context.Context, rq *handlers.Request, re
 		return nil, apierrors.NewConflict(schema.GroupResource{Group: tokenRequestGK.Group, Resource: tokenRequestGK.Kind}, name,
 			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
 	}
-	if p, ok := t.issuer.(audiencesProvider); ok && len(req.Spec.Audiences) == 0 {
-		req.Spec.Audiences = p.APIAudiences()
+	if len(req.Spec.Audiences) == 0 {
+		req.Spec.Audiences = slices.Clone(t.audiences)
 	}
 	req.Name, req.Namespace, req.UID = sa.Name, sa.Namespace, sa.UID
 	req.Status = authenticationapi.TokenRequestStatus{}
