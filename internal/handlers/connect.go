@@ -31,6 +31,7 @@ import (
 
 var (
 	nodesResource    = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	podsGR           = schema.GroupResource{Resource: "pods"}
 	servicesResource = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 )
 
@@ -59,21 +60,21 @@ func (h *Handler) connect(rq *request) error {
 			if err := decodeConnectOptions(query, opts); err != nil {
 				return err
 			}
-			_, err := (&podrest.ExecREST{Store: pods, KubeletConn: conn, Authorizer: h.computed.authz}).Connect(ctx, rq.info.Name, opts, nil)
+			_, err := (&podrest.ExecREST{Store: pods, KubeletConn: conn, Authorizer: h.authz}).Connect(ctx, rq.info.Name, opts, nil)
 			return connectOutcome(rq, err)
 		case "attach":
 			opts := &api.PodAttachOptions{}
 			if err := decodeConnectOptions(query, opts); err != nil {
 				return err
 			}
-			_, err := (&podrest.AttachREST{Store: pods, KubeletConn: conn, Authorizer: h.computed.authz}).Connect(ctx, rq.info.Name, opts, nil)
+			_, err := (&podrest.AttachREST{Store: pods, KubeletConn: conn, Authorizer: h.authz}).Connect(ctx, rq.info.Name, opts, nil)
 			return connectOutcome(rq, err)
 		case "portforward":
 			opts := &api.PodPortForwardOptions{}
 			if err := decodeConnectOptions(query, opts); err != nil {
 				return err
 			}
-			_, err := (&podrest.PortForwardREST{Store: pods, KubeletConn: conn, Authorizer: h.computed.authz}).Connect(ctx, rq.info.Name, opts, nil)
+			_, err := (&podrest.PortForwardREST{Store: pods, KubeletConn: conn, Authorizer: h.authz}).Connect(ctx, rq.info.Name, opts, nil)
 			return connectOutcome(rq, err)
 		case "proxy":
 			if _, _, err := pod.ResourceLocation(ctx, pods, nil, rq.info.Name); err != nil {
@@ -203,7 +204,7 @@ func (g podGetter) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 	if err != nil {
 		return nil, err
 	}
-	obj, err := toInternal(u)
+	obj, err := ToInternal(u)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

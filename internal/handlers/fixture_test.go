@@ -21,6 +21,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/handlers"
+	"github.com/lapis-dev/lapis/internal/handlers/special"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/routing"
 	"github.com/lapis-dev/lapis/internal/storage"
@@ -36,8 +37,19 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	b, err := storage.OpenEmbedded(ctx, t.TempDir(), "")
+	svc := newService(t)
+	namespaces, _ := svc.Catalog().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default"}}}
+	if _, err := svc.Create(context.Background(), namespaces, "", ns, objects.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{}, nil)))
+}
+
+// newService is the objects pipeline over embedded etcd, with the built-in resources and widgets.
+func newService(t *testing.T) *objects.Service {
+	t.Helper()
+	b, err := storage.OpenEmbedded(context.Background(), t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +57,11 @@ func newFixture(t *testing.T) *fixture {
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	cat.SetCustom("widgets.example.com", []*catalog.Resource{widgets()})
-	svc := objects.NewService(storage.NewStore(b.Client), cat)
-	namespaces, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "default"}}}
-	if _, err := svc.Create(ctx, namespaces, "", ns, objects.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	h := handlers.New(svc)
+	return objects.NewService(storage.NewStore(b.Client), cat)
+}
+
+// serve mounts h as server/chain.go does.
+func serve(t *testing.T, h *handlers.Handler) *fixture {
 	mux := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		info := routing.Parse(req)
 		if !info.IsResource {

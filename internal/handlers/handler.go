@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -27,10 +29,14 @@ type Handler struct {
 	protobuf runtime.Serializer
 	// decodes holds, with legacyscheme.Scheme, the kinds kube-apiserver decodes (kubeDecodes).
 	decodes *runtime.Scheme
-	// computed serves what kube-apiserver answers without storing (virtual.go).
-	computed *computed
+	// authz decides what kube's connect endpoints and server-side apply's creates may do.
+	authz authorizer.Authorizer
+	// endpoints are kube's special endpoints (package special).
+	endpoints Endpoints
 	// watches is told of watches and their events (observe.go).
 	watches WatchObserver
+	// verbs serve the generic verbs, by RequestInfo verb.
+	verbs map[string]func(*request) error
 }
 
 // New returns a Handler over svc.
@@ -45,7 +51,11 @@ func New(svc *objects.Service) *Handler {
 	apiextensionsinstall.Install(decodes)
 	apiregistrationinstall.Install(decodes)
 	h := &Handler{objects: svc, typed: typed, decodes: decodes, protobuf: newProtobufSerializer(typed), watches: noWatchObserver{}}
-	h.computed = newComputed(h)
+	h.authz = authorizerfactory.NewAlwaysAllowAuthorizer()
+	h.verbs = map[string]func(*request) error{
+		"get": h.get, "list": h.list, "watch": h.watch, "create": h.create, "update": h.update, "patch": h.patch,
+		"delete": h.delete, "deletecollection": h.deleteCollection,
+	}
 	return h
 }
 
@@ -94,37 +104,21 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 
 // verb runs the handler of the request's verb; what it returns is the error to answer with.
 func (h *Handler) verb(rq *request) error {
+	if e, ok := h.endpoint(rq); ok {
+		return e.Serve(&Request{h: h, rq: rq})
+	}
 	if rq.resource.Virtual {
-		return h.virtual(rq)
+		// What kube-apiserver computes is served by the special endpoints only.
+		return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 	}
-	if rq.info.Subresource == "scale" {
+	switch rq.info.Subresource {
+	case "scale":
 		return h.scale(rq)
+	case "log", "exec", "attach", "portforward", "proxy":
+		return h.connect(rq)
 	}
-	if served, err := h.subresource(rq); served {
-		return err
-	}
-	switch rq.info.Verb {
-	case "get":
-		return h.get(rq)
-	case "list":
-		return h.list(rq)
-	case "watch":
-		return h.watch(rq)
-	case "create":
-		if rq.info.Name != "" && rq.resource.CRD == nil {
-			// Built-in routes take no POST to a name; the apiextensions handler creates what the
-			// body names.
-			return methodNotAllowed(rq.resource, "create")
-		}
-		return h.create(rq)
-	case "update":
-		return h.update(rq)
-	case "patch":
-		return h.patch(rq)
-	case "delete":
-		return h.delete(rq)
-	case "deletecollection":
-		return h.deleteCollection(rq)
+	if serve, ok := h.verbs[rq.info.Verb]; ok {
+		return serve(rq)
 	}
 	return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 }

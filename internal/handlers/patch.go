@@ -19,7 +19,6 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/jsoncost"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/patch"
@@ -32,25 +31,13 @@ func (h *Handler) patch(rq *request) error {
 		return err
 	}
 	pt := patchTypeOf(contentType(rq.req))
-	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-	case types.StrategicMergePatchType:
-		if _, err := h.typed.New(rq.resource.GroupVersionKind()); err != nil {
-			return unsupportedPatch(pt, false)
-		}
-	default:
-		_, isBuiltin := h.typed.New(rq.resource.GroupVersionKind())
-		return unsupportedPatch(pt, isBuiltin == nil)
+	if err := h.checkPatchType(rq, pt); err != nil {
+		return err
 	}
-	opts, err := patchOptions(rq.req, string(pt))
+	opts, patch, err := readPatch(rq, pt)
 	if err != nil {
 		return err
 	}
-	patch, err := readBody(rq.req)
-	if err != nil {
-		return err
-	}
-	auditRequestPatch(rq.req, pt, patch)
 	if pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType {
 		return h.apply(rq, pt, patch, opts)
 	}
@@ -94,15 +81,26 @@ func (h *Handler) patch(rq *request) error {
 		}
 		return obj, nil
 	}
-	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-		PatchValue: func() string { return patchValue() }, Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()), Subresource: rq.info.Subresource}
-	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
-	res, err := h.objects.Update(ctx, rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
-	writeWarnings(rq.w, res.Warnings)
-	if err != nil {
-		return err
+	a := askedByPatch(opts)
+	wo := a.writeOptions(rq, issues)
+	wo.PatchValue, wo.Subresource = func() string { return patchValue() }, rq.info.Subresource
+	res, err := h.objects.Update(a.context(rq), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	return h.answerWrite(rq, http.StatusOK, res, err)
+}
+
+// checkPatchType refuses the patch types the resource does not take: strategic merge patches
+// need a Go type.
+func (h *Handler) checkPatchType(rq *request, pt types.PatchType) error {
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+	case types.StrategicMergePatchType:
+		if _, err := h.typed.New(rq.resource.GroupVersionKind()); err != nil {
+			return unsupportedPatch(pt, false)
+		}
+	default:
+		_, isBuiltin := h.typed.New(rq.resource.GroupVersionKind())
+		return unsupportedPatch(pt, isBuiltin == nil)
 	}
-	h.writeResult(rq, http.StatusOK, res)
 	return nil
 }
 
@@ -261,25 +259,21 @@ func (h *Handler) apply(rq *request, pt types.PatchType, body []byte, opts metav
 	if err != nil {
 		return err
 	}
-	force := opts.Force != nil && *opts.Force
-	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
-	res, err := h.objects.Apply(ctx, rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
-		WriteOptions: objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-			Manager: opts.FieldManager, Subresource: rq.info.Subresource, AuthorizeCreate: h.authorizeAs(rq, "create")},
-		Force:             force,
-		StrictDecodeError: strictErr,
+	a := askedByPatch(opts)
+	wo := a.writeOptions(rq, issues) // the manager is the request's: apply must name one
+	wo.Subresource, wo.AuthorizeCreate = rq.info.Subresource, h.authorizeAs(rq, "create")
+	res, err := h.objects.Apply(a.context(rq), rq.resource, rq.info.Namespace, rq.info.Name, config, objects.ApplyOptions{
+		WriteOptions: wo, Force: forced(opts), StrictDecodeError: strictErr,
 	})
-	writeWarnings(rq.w, res.Warnings)
-	if err != nil {
-		return err
-	}
 	code := http.StatusOK
 	if res.Created {
 		code = http.StatusCreated
 	}
-	h.writeResult(rq, code, res)
-	return nil
+	return h.answerWrite(rq, code, res, err)
 }
+
+// forced is whether a server-side apply takes the fields other managers own.
+func forced(opts metav1.PatchOptions) bool { return opts.Force != nil && *opts.Force }
 
 // decodeApplied decodes an applied configuration as kube-apiserver does: YAML (JSON among it)
 // read leniently, a repeated key's last value kept; then, unless fieldValidation is Ignore, read

@@ -425,3 +425,16 @@ func contentType(req *http.Request) string {
 	}
 	return strings.TrimSpace(strings.ToLower(ct))
 }
+
+// marshalled is the JSON of each object.
+func marshalled(items []*unstructured.Unstructured) ([][]byte, error) {
+	raws := make([][]byte, 0, len(items))
+	for _, u := range items {
+		raw, err := u.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		raws = append(raws, raw)
+	}
+	return raws, nil
+}

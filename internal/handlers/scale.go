@@ -19,116 +19,121 @@ import (
 
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
+// Whether objects.UpdateScale records the request's fields in managedFields: an update's and a
+// patch's are recorded as they are written; an apply's merge has recorded them.
+const (
+	trackScaleFields  = true
+	scaleFieldsMerged = false
+)
+
 // scale serves the scale subresource: get, update, patch (incl. apply) of an autoscaling/v1 Scale.
 func (h *Handler) scale(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
 		return err
 	}
-	ctx := rq.req.Context()
 	switch rq.info.Verb {
 	case "get":
-		scale, err := h.objects.GetScale(ctx, rq.resource, rq.info.Namespace, rq.info.Name)
+		scale, err := h.objects.GetScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name)
 		if err != nil {
 			return err
 		}
 		h.writeObject(rq, http.StatusOK, scale)
 		return nil
 	case "update":
-		opts, err := updateOptions(rq.req)
-		if err != nil {
-			return err
-		}
-		body, _, err := h.readObject(rq.req, scaleGVK)
-		if err != nil {
-			return err
-		}
-		if err := checkScaleKind(body); err != nil {
-			return err
-		}
-		if err := checkName(body, rq.info.Name, rq.info.Namespace); err != nil {
-			return err
-		}
-		mutate := func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
-			next := body.DeepCopy()
-			if next.GetManagedFields() == nil {
-				next.SetManagedFields(current.GetManagedFields())
-			}
-			return next, nil
-		}
-		return h.writeScale(rq, mutate, true, objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
-			Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())})
+		return h.updateScale(rq)
 	case "patch":
-		pt := patchTypeOf(contentType(rq.req))
-		opts, err := patchOptions(rq.req, string(pt))
-		if err != nil {
-			return err
-		}
-		patch, err := readBody(rq.req)
-		if err != nil {
-			return err
-		}
-		auditRequestPatch(rq.req, pt, patch)
-		wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation,
-			Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())}
-		if pt == types.ApplyYAMLPatchType {
-			data, err := toJSON("application/yaml", patch)
-			if err != nil {
-				return err
-			}
-			config, _, err := decodeObject(data, "Scale")
-			if err != nil {
-				return err
-			}
-			force := opts.Force != nil && *opts.Force
-			return h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
-				return objects.MergeApplied(fm, current, config, opts.FieldManager, force)
-			}, false, wo)
-		}
-		pinned := patchSetsResourceVersion(pt, patch)
-		return h.writeScale(rq, func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
-			// Patched as kube patches it: its own encoding of the Scale, fields in their Go
-			// order, which its errors quote.
-			var scale autoscalingv1.Scale
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &scale); err != nil {
-				return nil, err
-			}
-			currentJSON, err := json.Marshal(&scale)
-			if err != nil {
-				return nil, err
-			}
-			patched, err := h.applyPatchAs(rq, pt, scaleGVK, currentJSON, patch)
-			if err != nil {
-				return nil, err
-			}
-			if pt != types.StrategicMergePatchType {
-				// kube decodes the patched Scale into its Go type: values of the wrong type are
-				// the patch's fault (the strategic merge patch checks this as it applies).
-				if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &autoscalingv1.Scale{}); err != nil {
-					return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
-						field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
-				}
-			}
-			obj, _, err := decodeObject(patched, "Scale")
-			if err != nil {
-				return nil, err
-			}
-			if !pinned {
-				obj.SetResourceVersion("")
-			}
-			return obj, nil
-		}, true, wo)
+		return h.patchScale(rq)
 	}
 	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: rq.resource.GroupVersion.Group, Resource: rq.resource.Name + "/scale"}, rq.info.Verb)
 }
 
-func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, track bool, wo objects.WriteOptions) error {
-	res, err := h.objects.UpdateScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, track, wo)
-	writeWarnings(rq.w, res.Warnings)
+func (h *Handler) updateScale(rq *request) error {
+	opts, err := updateOptions(rq.req)
 	if err != nil {
 		return err
 	}
-	h.writeObject(rq, http.StatusOK, res.Object)
-	return nil
+	body, _, err := h.readObject(rq.req, scaleGVK)
+	if err != nil {
+		return err
+	}
+	if err := checkScaleKind(body); err != nil {
+		return err
+	}
+	if err := checkName(body, rq.info.Name, rq.info.Namespace); err != nil {
+		return err
+	}
+	mutate := func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
+		next := body.DeepCopy()
+		if next.GetManagedFields() == nil {
+			next.SetManagedFields(current.GetManagedFields())
+		}
+		return next, nil
+	}
+	return h.writeScale(rq, mutate, trackScaleFields, askedByUpdate(opts).writeOptions(rq, nil))
+}
+
+func (h *Handler) patchScale(rq *request) error {
+	pt := patchTypeOf(contentType(rq.req))
+	opts, patch, err := readPatch(rq, pt)
+	if err != nil {
+		return err
+	}
+	wo := askedByPatch(opts).writeOptions(rq, nil)
+	if pt != types.ApplyYAMLPatchType {
+		return h.writeScale(rq, h.patchedScale(rq, pt, patch), trackScaleFields, wo)
+	}
+	data, err := toJSON("application/yaml", patch)
+	if err != nil {
+		return err
+	}
+	config, _, err := decodeObject(data, "Scale")
+	if err != nil {
+		return err
+	}
+	return h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
+		return objects.MergeApplied(fm, current, config, opts.FieldManager, forced(opts))
+	}, scaleFieldsMerged, wo)
+}
+
+// patchedScale patches a Scale as kube patches it: its own encoding of the Scale, fields in
+// their Go order, which its errors quote.
+func (h *Handler) patchedScale(rq *request, pt types.PatchType, patch []byte) objects.ScaleMutation {
+	pinned := patchSetsResourceVersion(pt, patch)
+	return func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
+		var scale autoscalingv1.Scale
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &scale); err != nil {
+			return nil, err
+		}
+		currentJSON, err := json.Marshal(&scale)
+		if err != nil {
+			return nil, err
+		}
+		patched, err := h.applyPatchAs(rq, pt, scaleGVK, currentJSON, patch)
+		if err != nil {
+			return nil, err
+		}
+		if pt != types.StrategicMergePatchType {
+			// kube decodes the patched Scale into its Go type: values of the wrong type are
+			// the patch's fault (the strategic merge patch checks this as it applies).
+			if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &autoscalingv1.Scale{}); err != nil {
+				return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+					field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
+			}
+		}
+		obj, _, err := decodeObject(patched, "Scale")
+		if err != nil {
+			return nil, err
+		}
+		if !pinned {
+			obj.SetResourceVersion("")
+		}
+		return obj, nil
+	}
+}
+
+func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, track bool, wo objects.WriteOptions) error {
+	res, err := h.objects.UpdateScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, track, wo)
+	return h.answerWrite(rq, http.StatusOK, res, err)
 }
 
 func checkScaleKind(obj *unstructured.Unstructured) error {

@@ -2,8 +2,6 @@ package handlers_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -19,13 +17,8 @@ import (
 	authenticationapi "k8s.io/kubernetes/pkg/apis/authentication"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lapis-dev/lapis/internal/catalog"
-	"github.com/lapis-dev/lapis/internal/catalog/builtin"
-	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/handlers"
-	"github.com/lapis-dev/lapis/internal/objects"
-	"github.com/lapis-dev/lapis/internal/routing"
-	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/handlers/special"
 )
 
 // fakeIssuer records what the handler gives it and answers with a fixed token.
@@ -38,11 +31,8 @@ type fakeIssuer struct {
 	err   error
 }
 
+// apiAudience is the API server's audience, which requests that name none get.
 const apiAudience = "https://kubernetes.default.svc.cluster.local"
-
-func (f *fakeIssuer) APIAudiences() authenticator.Audiences {
-	return authenticator.Audiences{apiAudience}
-}
 
 func (f *fakeIssuer) IssueToken(ctx context.Context, sa *corev1.ServiceAccount, req *authenticationapi.TokenRequest, bound runtime.Object) (*authenticationapi.TokenRequest, error) {
 	f.mu.Lock()
@@ -65,29 +55,10 @@ func (f *fakeIssuer) last() (*corev1.ServiceAccount, *authenticationapi.TokenReq
 
 // newTokenFixture is newFixture with a token issuer, and the ServiceAccount sa1, the Pod p1 (of
 // sa1, on node n1), the Pod p2 (of another ServiceAccount), the Secret s1 and the Node n1.
-func newTokenFixture(t *testing.T, issuer handlers.TokenIssuer) (*fixture, map[string]string) {
+func newTokenFixture(t *testing.T, issuer special.TokenIssuer) (*fixture, map[string]string) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := storage.OpenEmbedded(ctx, t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	cat := catalog.New()
-	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
-	svc := objects.NewService(storage.NewStore(b.Client), cat)
-	h := handlers.New(svc).WithTokenIssuer(issuer)
-	mux := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		info := routing.Parse(req)
-		if !info.IsResource {
-			http.NotFound(w, req)
-			return
-		}
-		h.Serve(w, req, info)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	f := &fixture{t: t, handler: mux, url: srv.URL}
+	svc := newService(t)
+	f := serve(t, handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{Audiences: authenticator.Audiences{apiAudience}}, issuer)))
 	uids := map[string]string{}
 	for _, o := range []struct{ path, name, body string }{
 		{"/api/v1/namespaces", "default", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"}}`},

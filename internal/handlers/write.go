@@ -9,11 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 func (h *Handler) create(rq *request) error {
+	if rq.info.Name != "" && rq.resource.CRD == nil {
+		// Built-in routes take no POST to a name; the apiextensions handler creates what the
+		// body names.
+		return methodNotAllowed(rq.resource, "create")
+	}
 	if err := checkAcceptable(rq); err != nil {
 		return err
 	}
@@ -25,17 +29,9 @@ func (h *Handler) create(rq *request) error {
 	if err != nil {
 		return err
 	}
-	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
-	res, err := h.objects.Create(ctx, rq.resource, rq.info.Namespace, obj, objects.WriteOptions{
-		DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent()),
-	})
-	writeWarnings(rq.w, res.Warnings)
-	if err != nil {
-		return err
-	}
-	h.writeResult(rq, http.StatusCreated, res)
-	return nil
+	a := askedByCreate(opts)
+	res, err := h.objects.Create(a.context(rq), rq.resource, rq.info.Namespace, obj, a.writeOptions(rq, issues))
+	return h.answerWrite(rq, http.StatusCreated, res, err)
 }
 
 func (h *Handler) update(rq *request) error {
@@ -70,17 +66,11 @@ func (h *Handler) update(rq *request) error {
 	if rq.info.Subresource == "finalize" {
 		mutate = finalizeNamespace(obj)
 	}
-	wo := objects.WriteOptions{DryRun: isDryRun(opts.DryRun), FieldValidation: opts.FieldValidation, DecodeIssues: issues,
-		Manager: managerOrUserAgent(opts.FieldManager, rq.req.UserAgent())}
+	a := askedByUpdate(opts)
+	wo := a.writeOptions(rq, issues)
 	wo.Subresource = rq.info.Subresource
-	ctx := catalog.WithRequestOptions(rq.req.Context(), opts.DryRun, opts.FieldManager, opts.FieldValidation)
-	res, err := h.objects.Update(ctx, rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
-	writeWarnings(rq.w, res.Warnings)
-	if err != nil {
-		return err
-	}
-	h.writeResult(rq, http.StatusOK, res)
-	return nil
+	res, err := h.objects.Update(a.context(rq), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	return h.answerWrite(rq, http.StatusOK, res, err)
 }
 
 // finalizeNamespace is the namespaces/finalize subresource: only spec.finalizers changes.
@@ -109,7 +99,7 @@ func (h *Handler) delete(rq *request) error {
 		return err
 	}
 	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
-		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
+		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: PropagationPolicy(opts),
 		GracePeriodSeconds: opts.GracePeriodSeconds,
 	})
 	if err != nil {
@@ -139,9 +129,9 @@ func warnDefaultPropagation(rq *request, opts metav1.DeleteOptions) {
 	}
 }
 
-// propagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
+// PropagationPolicy is the policy DeleteOptions ask for; the legacy orphanDependents (validation
 // has refused it alongside propagationPolicy) means Orphan when true and Background when false.
-func propagationPolicy(opts metav1.DeleteOptions) *metav1.DeletionPropagation {
+func PropagationPolicy(opts metav1.DeleteOptions) *metav1.DeletionPropagation {
 	if o := opts.OrphanDependents; o != nil {
 		p := metav1.DeletePropagationBackground
 		if *o {
@@ -170,19 +160,15 @@ func (h *Handler) deleteCollection(rq *request) error {
 		return err
 	}
 	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
-		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: propagationPolicy(opts),
+		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: PropagationPolicy(opts),
 			GracePeriodSeconds: opts.GracePeriodSeconds})
 	if err != nil {
 		return err
 	}
 	warnDefaultPropagation(rq, opts)
-	items := make([][]byte, 0, len(deleted))
-	for _, obj := range deleted {
-		raw, err := obj.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		items = append(items, raw)
+	items, err := marshalled(deleted)
+	if err != nil {
+		return err
 	}
 	h.writeList(rq, http.StatusOK, responseType(rq), metav1.ListMeta{ResourceVersion: rv}, items, nil)
 	return nil

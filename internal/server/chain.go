@@ -24,6 +24,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/discovery"
 	"github.com/lapis-dev/lapis/internal/handlers"
+	"github.com/lapis-dev/lapis/internal/handlers/special"
 	"github.com/lapis-dev/lapis/internal/openapi"
 	"github.com/lapis-dev/lapis/internal/routing"
 )
@@ -41,7 +42,7 @@ type identity struct {
 	audiences authenticator.Audiences
 	authz     authorizer.Authorizer
 	rules     authorizer.RuleResolver
-	tokens    handlers.TokenIssuer // TokenRequests
+	tokens    special.TokenIssuer // TokenRequests
 }
 
 // chain builds the request path as kube-apiserver's handler chain orders it, with kube's own
@@ -51,8 +52,8 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	disc := discovery.NewHandler(cat)
 	oapi := openapi.NewService(cat)
 	metrics := s.newMetrics()
-	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}).
-		WithTokenIssuer(id.tokens).WithWatchObserver(metrics)
+	verbs := handlers.New(s.objects).WithAuthorizer(id.authz).WithWatchObserver(metrics).WithEndpoints(special.New(s.objects,
+		special.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}, id.tokens))
 	metricsHandler := metrics.Handler()
 	health := newHealth(s.objects.Store(), s.ready.Load, informersSynced(id.authz))
 	profiling := http.NewServeMux()

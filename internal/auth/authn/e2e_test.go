@@ -20,6 +20,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
 	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/handlers"
+	"github.com/lapis-dev/lapis/internal/handlers/special"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/routing"
 	"github.com/lapis-dev/lapis/internal/storage"
@@ -41,7 +42,8 @@ func TestTokenRequestEndToEnd(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
-	h := handlers.New(objects.NewService(storage.NewStore(b.Client), cat)).WithTokenIssuer(a)
+	svc := objects.NewService(storage.NewStore(b.Client), cat)
+	h := handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{Audiences: a.APIAudiences()}, a))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if info := routing.Parse(req); info.IsResource {
 			h.Serve(w, req, info)

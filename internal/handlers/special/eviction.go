@@ -1,4 +1,4 @@
-package handlers
+package special
 
 import (
 	"context"
@@ -27,7 +27,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/handlers"
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/routing"
 )
 
 // What follows is kube's EvictionREST (pkg/registry/core/pod/storage/eviction.go) over lapis's
@@ -49,34 +51,56 @@ var evictionsRetry = wait.Backoff{Steps: 20, Duration: 500 * time.Millisecond, F
 // through its loopback client).
 const pdbStatusManager = "kube-apiserver"
 
+// evictions is pods/eviction.
+type evictions struct{ objects *objects.Service }
+
+var _ handlers.Endpoint = (*evictions)(nil)
+
 // evicter is one eviction: the Pod and budget resources, where and as whom.
 type evicter struct {
-	h          *Handler
+	objects    *objects.Service
 	ctx        context.Context
 	pods, pdbs *catalog.Resource
 	namespace  string
 }
 
-// eviction evicts a Pod (POST pods/{name}/eviction): 201 and a success Status once it is
+// Serve evicts a Pod (POST pods/{name}/eviction): 201 and a success Status once it is
 // deleted, 429 when a PodDisruptionBudget forbids it.
-func (h *Handler) eviction(rq *request) error {
-	if rq.info.Verb != "create" {
-		return methodNotAllowed(rq.resource, rq.info.Verb)
-	}
-	opts, err := createOptions(rq.req)
+func (e *evictions) Serve(rq *handlers.Request) error {
+	obj, opts, warnings, err := rq.DecodeCreate(handlers.Body{Kind: "Eviction", Versions: evictionGVs})
 	if err != nil {
 		return err
 	}
-	obj, warnings, err := h.decodeInternal(rq, "Eviction", evictionGVs, opts.FieldValidation)
-	if err != nil {
-		return err
-	}
-	writeWarnings(rq.w, warnings)
+	rq.Warn(warnings)
 	eviction := obj.(*policy.Eviction)
-	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rq.info.Namespace, eviction); err != nil {
+	if err := checkEviction(rq.Info(), eviction); err != nil {
 		return err
 	}
-	if rq.info.Name != eviction.Name {
+	deleteOptions, err := propagateDryRun(eviction, &opts)
+	if err != nil {
+		return err
+	}
+	pods, ok := e.objects.Catalog().Lookup(podsResource)
+	if !ok {
+		return handlers.ErrNoRoute
+	}
+	pdbs, ok := e.objects.Catalog().Lookup(pdbResource)
+	if !ok {
+		return handlers.ErrNoRoute
+	}
+	ev := &evicter{objects: e.objects, ctx: rq.Context(), pods: pods, pdbs: pdbs, namespace: rq.Info().Namespace}
+	if err := ev.evict(eviction.Name, deleteOptions); err != nil {
+		return err
+	}
+	return rq.RespondSuccess(http.StatusCreated)
+}
+
+// checkEviction is kube's check of an Eviction against its URL and of its options.
+func checkEviction(info routing.RequestInfo, eviction *policy.Eviction) error {
+	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(info.Namespace, eviction); err != nil {
+		return err
+	}
+	if info.Name != eviction.Name {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
 	if eviction.DeleteOptions != nil && ptr.Deref(eviction.DeleteOptions.IgnoreStoreReadErrorWithClusterBreakingPotential, false) {
@@ -84,23 +108,7 @@ func (h *Handler) eviction(rq *request) error {
 			field.Invalid(field.NewPath("deleteOptions").Child("ignoreStoreReadErrorWithClusterBreakingPotential"), true, "can not be set for pod eviction, try after removing the option"),
 		})
 	}
-	deleteOptions, err := propagateDryRun(eviction, &opts)
-	if err != nil {
-		return err
-	}
-	pods, ok := h.objects.Catalog().Lookup(podsResource)
-	if !ok {
-		return ErrNoRoute
-	}
-	pdbs, ok := h.objects.Catalog().Lookup(pdbResource)
-	if !ok {
-		return ErrNoRoute
-	}
-	e := &evicter{h: h, ctx: kubeContext(rq), pods: pods, pdbs: pdbs, namespace: rq.info.Namespace}
-	if err := e.evict(eviction.Name, deleteOptions); err != nil {
-		return err
-	}
-	return h.writeComputed(rq, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess}, schema.GroupVersion{Version: "v1"})
+	return nil
 }
 
 // propagateDryRun is kube's: the request's dry-run goes into the eviction's DeleteOptions.
@@ -153,47 +161,7 @@ func (e *evicter) evict(name string, original *metav1.DeleteOptions) error {
 		return err
 	}
 
-	var pdbName string
-	updateDeletionOptions := false
-	err = func() error {
-		pdbs, err := e.podDisruptionBudgets(pod)
-		if err != nil {
-			return err
-		}
-		if len(pdbs) > 1 {
-			// kube answers with a Status of code 500; a configuration it does not support is
-			// a 400 here.
-			return apierrors.NewBadRequest("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
-		}
-		if len(pdbs) == 0 {
-			return nil
-		}
-		pdb := &pdbs[0]
-		pdbName = pdb.Name
-		if !podutil.IsPodReady(pod) {
-			if pdb.Spec.UnhealthyPodEvictionPolicy != nil && *pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
-				updateDeletionOptions = true
-				return nil
-			}
-			if pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0 {
-				updateDeletionOptions = true
-				return nil
-			}
-		}
-		refresh := false
-		return retry.RetryOnConflict(evictionsRetry, func() error {
-			if refresh {
-				if pdb, err = e.getPDB(pdbName); err != nil {
-					return err
-				}
-			}
-			if err := e.checkAndDecrement(pod.Name, *pdb, isDryRun(original.DryRun)); err != nil {
-				refresh = true
-				return err
-			}
-			return nil
-		})
-	}()
+	pdbName, updateDeletionOptions, err := e.budgetAllows(pod, len(original.DryRun) > 0)
 	if wait.Interrupted(err) {
 		err = apierrors.NewTimeoutError(fmt.Sprintf("couldn't update PodDisruptionBudget %q due to conflicts", pdbName), 10)
 	}
@@ -214,12 +182,54 @@ func (e *evicter) evict(name string, original *metav1.DeleteOptions) error {
 	return err
 }
 
+// budgetAllows is kube's check of the Pod's disruption budget, decremented if it allows the
+// eviction: the budget's name, and whether the Pod, not ready, may go regardless (to be
+// deleted at the version read).
+func (e *evicter) budgetAllows(pod *api.Pod, dryRun bool) (string, bool, error) {
+	pdbs, err := e.podDisruptionBudgets(pod)
+	if err != nil {
+		return "", false, err
+	}
+	if len(pdbs) > 1 {
+		// kube answers with a Status of code 500; a configuration it does not support is
+		// a 400 here.
+		return "", false, apierrors.NewBadRequest("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+	}
+	if len(pdbs) == 0 {
+		return "", false, nil
+	}
+	pdb := &pdbs[0]
+	pdbName := pdb.Name
+	if !podutil.IsPodReady(pod) {
+		if pdb.Spec.UnhealthyPodEvictionPolicy != nil && *pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow {
+			return pdbName, true, nil
+		}
+		if pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0 {
+			return pdbName, true, nil
+		}
+	}
+	refresh := false
+	return pdbName, false, retry.RetryOnConflict(evictionsRetry, func() error {
+		if refresh {
+			var err error
+			if pdb, err = e.getPDB(pdbName); err != nil {
+				return err
+			}
+		}
+		if err := e.checkAndDecrement(pod.Name, *pdb, dryRun); err != nil {
+			refresh = true
+			return err
+		}
+		return nil
+	})
+}
+
 func (e *evicter) getPod(name string) (*api.Pod, error) {
-	u, err := e.h.objects.Get(e.ctx, e.pods, e.namespace, name)
+	u, err := e.objects.Get(e.ctx, e.pods, e.namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := toInternal(u)
+	obj, err := handlers.ToInternal(u)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -227,7 +237,7 @@ func (e *evicter) getPod(name string) (*api.Pod, error) {
 }
 
 func (e *evicter) getPDB(name string) (*policyv1.PodDisruptionBudget, error) {
-	u, err := e.h.objects.Get(e.ctx, e.pdbs, e.namespace, name)
+	u, err := e.objects.Get(e.ctx, e.pdbs, e.namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +254,7 @@ func pdbFrom(u *unstructured.Unstructured) (*policyv1.PodDisruptionBudget, error
 
 // podDisruptionBudgets are the budgets whose selector matches the Pod.
 func (e *evicter) podDisruptionBudgets(pod *api.Pod) ([]policyv1.PodDisruptionBudget, error) {
-	items, _, err := e.h.objects.List(e.ctx, e.pdbs, pod.Namespace, objects.ListOptions{})
+	items, _, err := e.objects.List(e.ctx, e.pdbs, pod.Namespace, objects.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +279,8 @@ func (e *evicter) podDisruptionBudgets(pod *api.Pod) ([]policyv1.PodDisruptionBu
 // addConditionAndDeletePod marks the Pod as disrupted (DisruptionTarget), unless dry-run, and
 // deletes it.
 func (e *evicter) addConditionAndDeletePod(name string, options *metav1.DeleteOptions) error {
-	if !isDryRun(options.DryRun) {
-		res, err := e.h.objects.Update(e.ctx, e.pods, e.namespace, name, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if len(options.DryRun) == 0 {
+		res, err := e.objects.Update(e.ctx, e.pods, e.namespace, name, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			if p := options.Preconditions; p != nil {
 				if uid := p.UID; uid != nil && len(*uid) > 0 && *uid != current.GetUID() {
 					return nil, apierrors.NewConflict(schema.GroupResource{Resource: "Pod"}, current.GetName(),
@@ -281,7 +291,7 @@ func (e *evicter) addConditionAndDeletePod(name string, options *metav1.DeleteOp
 						fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *rv, current.GetResourceVersion()))
 				}
 			}
-			obj, err := toInternal(current)
+			obj, err := handlers.ToInternal(current)
 			if err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
@@ -289,7 +299,7 @@ func (e *evicter) addConditionAndDeletePod(name string, options *metav1.DeleteOp
 			podutil.UpdatePodCondition(&pod.Status, &api.PodCondition{
 				Type: api.DisruptionTarget, Status: api.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting",
 			})
-			out, err := toServed(pod, e.pods.GroupVersion)
+			out, err := handlers.ToServed(pod, e.pods.GroupVersion)
 			if err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
@@ -306,8 +316,8 @@ func (e *evicter) addConditionAndDeletePod(name string, options *metav1.DeleteOp
 			options.Preconditions.ResourceVersion = &rv
 		}
 	}
-	_, err := e.h.objects.Delete(e.ctx, e.pods, e.namespace, name, objects.DeleteOptions{
-		DryRun: isDryRun(options.DryRun), Preconditions: options.Preconditions, PropagationPolicy: propagationPolicy(*options),
+	_, err := e.objects.Delete(e.ctx, e.pods, e.namespace, name, objects.DeleteOptions{
+		DryRun: len(options.DryRun) > 0, Preconditions: options.Preconditions, PropagationPolicy: handlers.PropagationPolicy(*options),
 	})
 	return err
 }
@@ -357,7 +367,7 @@ func (e *evicter) checkAndDecrement(podName string, pdb policyv1.PodDisruptionBu
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	_, err = e.h.objects.Update(e.ctx, e.pdbs, e.namespace, pdb.Name, func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	_, err = e.objects.Update(e.ctx, e.pdbs, e.namespace, pdb.Name, func(*unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		u := &unstructured.Unstructured{Object: status}
 		u.SetGroupVersionKind(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"))
 		return u, nil // at the version read: a concurrent change is a conflict, and retried

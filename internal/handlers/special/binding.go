@@ -1,11 +1,10 @@
-package handlers
+package special
 
 import (
 	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -16,36 +15,51 @@ import (
 	kubefeatures "k8s.io/kubernetes/pkg/features"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/handlers"
 	"github.com/lapis-dev/lapis/internal/objects"
+	"github.com/lapis-dev/lapis/internal/routing"
 )
 
-var (
-	podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	podsGR       = schema.GroupResource{Resource: "pods"}
-	coreV1       = []schema.GroupVersion{{Version: "v1"}}
-)
+var coreV1 = []schema.GroupVersion{{Version: "v1"}}
 
-// binding binds a Pod to a node: POST bindings (the name is the Binding's) and POST
-// pods/{name}/binding, as kube's BindingREST and LegacyBindingREST: 201 and a success Status.
-func (h *Handler) binding(rq *request) error {
-	if rq.info.Verb != "create" {
-		return methodNotAllowed(rq.resource, rq.info.Verb)
-	}
-	opts, err := createOptions(rq.req)
+// binder binds Pods to nodes: POST bindings (the name is the Binding's) and POST
+// pods/{name}/binding, as kube's LegacyBindingREST and BindingREST.
+type binder struct{ objects *objects.Service }
+
+var _ handlers.Endpoint = (*binder)(nil)
+
+// Serve binds the Pod: 201 and a success Status.
+func (b *binder) Serve(rq *handlers.Request) error {
+	info := rq.Info()
+	// pods/binding takes the Binding's uid and resourceVersion as preconditions.
+	obj, opts, warnings, err := rq.DecodeCreate(handlers.Body{Kind: "Binding", Versions: coreV1, KeepSystemFields: info.Subresource == "binding"})
 	if err != nil {
 		return err
 	}
-	obj, warnings, err := h.decodeInternal(rq, "Binding", coreV1, opts.FieldValidation)
-	if err != nil {
-		return err
-	}
-	writeWarnings(rq.w, warnings)
+	rq.Warn(warnings)
 	binding := obj.(*api.Binding)
-	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rq.info.Namespace, binding); err != nil {
+	if err := checkBinding(info, binding); err != nil {
 		return err
 	}
-	name := rq.info.Name
-	if rq.info.Subresource == "" {
+	pods, ok := b.objects.Catalog().Lookup(podsResource)
+	if !ok {
+		return handlers.ErrNoRoute
+	}
+	_, err = b.objects.Update(rq.Context(), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
+		objects.WriteOptions{DryRun: len(opts.DryRun) > 0, Direct: true})
+	if err != nil {
+		return bindingError(binding, err)
+	}
+	return rq.RespondSuccess(http.StatusCreated)
+}
+
+// checkBinding is kube's check of a Binding against its URL, and its validation.
+func checkBinding(info routing.RequestInfo, binding *api.Binding) error {
+	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(info.Namespace, binding); err != nil {
+		return err
+	}
+	name := info.Name
+	if info.Subresource == "" {
 		name = binding.Name // LegacyBindingREST binds the Pod the Binding names
 	}
 	if name != binding.Name {
@@ -55,23 +69,19 @@ func (h *Handler) binding(rq *request) error {
 		// kube answers 500 with this message; bad input is a 400 here.
 		return apierrors.NewBadRequest(errs.ToAggregate().Error())
 	}
-	pods, ok := h.objects.Catalog().Lookup(podsResource)
-	if !ok {
-		return ErrNoRoute
-	}
-	_, err = h.objects.Update(kubeContext(rq), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
-		objects.WriteOptions{DryRun: isDryRun(opts.DryRun), Direct: true})
-	if err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return err
-		}
-		if _, ok := err.(apierrors.APIStatus); !ok {
-			// kube's assignPod: what is not an API error is a conflict of the binding.
-			return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, binding.Name, err)
-		}
+	return nil
+}
+
+// bindingError is kube's assignPod's answer: what is not an API error is a conflict of the
+// binding.
+func bindingError(binding *api.Binding, err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return err
 	}
-	return h.writeComputed(rq, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess}, schema.GroupVersion{Version: "v1"})
+	if _, ok := err.(apierrors.APIStatus); !ok {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, binding.Name, err)
+	}
+	return err
 }
 
 // assignPod is kube's setPodNodeAndMetadata (pkg/registry/core/pod/storage): the Pod gets the
@@ -82,7 +92,7 @@ func assignPod(pods *catalog.Resource, binding *api.Binding) objects.Mutation {
 		if err := objects.CheckStoragePreconditions(pods, current, binding.UID, binding.ResourceVersion); err != nil {
 			return nil, err
 		}
-		internal, err := toInternal(current)
+		internal, err := handlers.ToInternal(current)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -116,7 +126,7 @@ func assignPod(pods *catalog.Resource, binding *api.Binding) objects.Mutation {
 			}
 		}
 		podutil.UpdatePodCondition(&pod.Status, &api.PodCondition{Type: api.PodScheduled, Status: api.ConditionTrue})
-		out, err := toServed(pod, pods.GroupVersion)
+		out, err := handlers.ToServed(pod, pods.GroupVersion)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

@@ -1,10 +1,9 @@
-package handlers
+package special
 
 import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net/http"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +16,9 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/componentstatus"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/handlers"
+	"github.com/lapis-dev/lapis/internal/objects"
 )
-
-// componentServers returns the servers componentstatuses reports on, named.
-type componentServers func() map[string]componentstatus.Server
 
 // The secure ports of kube-scheduler and kube-controller-manager (kubeschedulerconfig's
 // DefaultKubeSchedulerPort, pkg/cluster/ports' KubeControllerManagerPort; importing them would
@@ -36,21 +34,23 @@ const etcdProbeTimeout = 2 * time.Second
 // kubeComponents are kube-apiserver's servers to validate (pkg/registry/core/rest's
 // serversToValidate): the controller manager and scheduler, probed where kube probes them (lapis
 // runs neither), and lapis's etcd.
-func (h *Handler) kubeComponents() map[string]componentstatus.Server {
-	return map[string]componentstatus.Server{
-		"controller-manager": &componentstatus.HttpServer{EnableHTTPS: true, TLSConfig: &tls.Config{InsecureSkipVerify: true}, Addr: "127.0.0.1", Port: kubeControllerManagerPort, Path: "/healthz"},
-		"scheduler":          &componentstatus.HttpServer{EnableHTTPS: true, TLSConfig: &tls.Config{InsecureSkipVerify: true}, Addr: "127.0.0.1", Port: kubeSchedulerPort, Path: "/healthz"},
-		"etcd-0":             etcdServer{h},
+func kubeComponents(svc *objects.Service) func() map[string]componentstatus.Server {
+	return func() map[string]componentstatus.Server {
+		return map[string]componentstatus.Server{
+			"controller-manager": &componentstatus.HttpServer{EnableHTTPS: true, TLSConfig: &tls.Config{InsecureSkipVerify: true}, Addr: "127.0.0.1", Port: kubeControllerManagerPort, Path: "/healthz"},
+			"scheduler":          &componentstatus.HttpServer{EnableHTTPS: true, TLSConfig: &tls.Config{InsecureSkipVerify: true}, Addr: "127.0.0.1", Port: kubeSchedulerPort, Path: "/healthz"},
+			"etcd-0":             etcdServer{svc},
+		}
 	}
 }
 
 // etcdServer checks lapis's etcd as kube's EtcdServer checks its etcd: "ok" when it answers.
-type etcdServer struct{ h *Handler }
+type etcdServer struct{ objects *objects.Service }
 
 func (e etcdServer) DoServerCheck() (probe.Result, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), etcdProbeTimeout)
 	defer cancel()
-	if _, err := e.h.objects.Store().Revision(ctx); err != nil {
+	if _, err := e.objects.Store().Revision(ctx); err != nil {
 		return probe.Failure, "", err
 	}
 	return probe.Success, "ok", nil
@@ -58,63 +58,61 @@ func (e etcdServer) DoServerCheck() (probe.Result, string, error) {
 
 // componentStatuses answers get and list of componentstatuses with kube's REST endpoint
 // (statuses are computed on every request, never stored or watched).
-func (h *Handler) componentStatuses(rq *request) error {
-	storage := componentstatus.NewStorage(h.computed.components)
-	ctx := kubeContext(rq)
-	list := rq.info.Verb == "list"
-	target, err := readTarget(rq, list)
+type componentStatuses struct {
+	servers func() map[string]componentstatus.Server
+}
+
+var _ handlers.Endpoint = (*componentStatuses)(nil)
+
+func (c *componentStatuses) Serve(rq *handlers.Request) error {
+	list := rq.Info().Verb == "list"
+	target, err := rq.ReadTarget(list)
 	if err != nil {
 		return err
 	}
-	var items []runtime.Object
-	if list {
-		opts, err := listOptions(rq.req, false)
-		if err != nil {
-			return err
-		}
-		out, err := storage.List(ctx, &opts)
-		if err != nil {
-			return err
-		}
-		for i := range out.(*api.ComponentStatusList).Items {
-			items = append(items, &out.(*api.ComponentStatusList).Items[i])
-		}
-	} else {
-		var opts metav1.GetOptions
-		out, err := storage.Get(ctx, rq.info.Name, &opts)
-		if err != nil {
-			return err
-		}
-		items = append(items, out)
+	items, err := c.read(rq, list)
+	if err != nil {
+		return err
 	}
 	served := make([]*unstructured.Unstructured, 0, len(items))
 	for _, item := range items {
-		u, err := toServed(item, rq.resource.GroupVersion)
+		u, err := handlers.ToServed(item, rq.Resource().GroupVersion)
 		if err != nil {
 			return err
 		}
 		served = append(served, u)
 	}
+	printed := rq.Resource()
 	if target.As != "" {
-		at := *rq
-		at.resource = componentStatusPrinted(rq.resource)
-		writeConverted(&at, target, served, metav1.ListMeta{})
-		return nil
+		printed = componentStatusPrinted(printed)
 	}
+	return rq.RespondRead(target, printed, served, list)
+}
+
+// read is what kube's REST endpoint answers: every status for a list, else the named one.
+func (c *componentStatuses) read(rq *handlers.Request, list bool) ([]runtime.Object, error) {
+	storage := componentstatus.NewStorage(c.servers)
+	ctx := rq.Context()
 	if !list {
-		h.writeObject(rq, http.StatusOK, served[0])
-		return nil
-	}
-	raws := make([][]byte, 0, len(served))
-	for _, u := range served {
-		raw, err := u.MarshalJSON()
+		out, err := storage.Get(ctx, rq.Info().Name, &metav1.GetOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		raws = append(raws, raw)
+		return []runtime.Object{out}, nil
 	}
-	h.writeList(rq, http.StatusOK, target.MediaType, metav1.ListMeta{}, raws, nil)
-	return nil
+	opts, err := rq.ListOptions()
+	if err != nil {
+		return nil, err
+	}
+	out, err := storage.List(ctx, &opts)
+	if err != nil {
+		return nil, err
+	}
+	var items []runtime.Object
+	for i := range out.(*api.ComponentStatusList).Items {
+		items = append(items, &out.(*api.ComponentStatusList).Items[i])
+	}
+	return items, nil
 }
 
 // componentStatusPrinted is r with kube's printer of component statuses.
@@ -128,7 +126,7 @@ func componentStatusPrinted(r *catalog.Resource) *catalog.Resource {
 	out.Printer = &catalog.Printer{
 		Columns: empty.ColumnDefinitions,
 		Cells: func(u *unstructured.Unstructured) ([]any, error) {
-			obj, err := toInternal(u)
+			obj, err := handlers.ToInternal(u)
 			if err != nil {
 				return nil, err
 			}
