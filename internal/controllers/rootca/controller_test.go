@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/controllertest"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 	"github.com/lapis-dev/lapis/internal/pki"
@@ -130,20 +131,14 @@ func TestPublisher(t *testing.T) {
 	created := func(t *testing.T, ns string) *unstructured.Unstructured {
 		t.Helper()
 		var cm *unstructured.Unstructured
-		eventually(t, "kube-root-ca.crt in "+ns, func() bool {
+		controllertest.Eventually(t, "kube-root-ca.crt in "+ns, func() bool {
 			var err error
 			cm, err = get(ns)
 			return err == nil && published(cm)
 		})
 		return cm
 	}
-	newNamespace := func(t *testing.T, name string) {
-		t.Helper()
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-		if _, err := svc.Create(ctx, nss, "", ns, objects.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	newNamespace := func(t *testing.T, name string) { controllertest.CreateNamespace(ctx, t, svc, name) }
 	change := func(t *testing.T, ns string, mutate func(cm *unstructured.Unstructured)) *unstructured.Unstructured {
 		t.Helper()
 		res, err := svc.Update(ctx, cms, ns, ConfigMapName, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -161,7 +156,7 @@ func TestPublisher(t *testing.T) {
 			newNamespace(t, name)
 			created(t, name)
 			changed := change(t, name, mutate)
-			eventually(t, "published again", func() bool {
+			controllertest.Eventually(t, "published again", func() bool {
 				cm, err := get(name)
 				return err == nil && published(cm) && cm.GetResourceVersion() != changed.GetResourceVersion()
 			})
@@ -192,7 +187,7 @@ func TestPublisher(t *testing.T) {
 			if _, err := svc.Delete(ctx, cms, "again", ConfigMapName, objects.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "a new kube-root-ca.crt", func() bool {
+			controllertest.Eventually(t, "a new kube-root-ca.crt", func() bool {
 				cm, err := get("again")
 				return err == nil && published(cm) && cm.GetUID() != first.GetUID()
 			})
@@ -238,7 +233,7 @@ func TestPublisher(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, "the active namespace's ConfigMap back", func() bool {
+			controllertest.Eventually(t, "the active namespace's ConfigMap back", func() bool {
 				cm, err := get("control")
 				return err == nil && cm.GetUID() != first.GetUID()
 			})
@@ -265,7 +260,7 @@ func TestSharedStorage(t *testing.T) {
 	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 
 	var rv string
-	eventually(t, "both CAs published", func() bool {
+	controllertest.Eventually(t, "both CAs published", func() bool {
 		cm, err := svc.Get(ctx, cms, "shared", ConfigMapName)
 		if err != nil {
 			return false
@@ -278,16 +273,5 @@ func TestSharedStorage(t *testing.T) {
 	cm, err := svc.Get(ctx, cms, "shared", ConfigMapName)
 	if err != nil || cm.GetResourceVersion() != rv {
 		t.Errorf("still rewritten: %v, %v", cm, err)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/controllertest"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
@@ -36,20 +37,14 @@ func TestDefaultServiceAccount(t *testing.T) {
 	created := func(t *testing.T, ns string) *unstructured.Unstructured {
 		t.Helper()
 		var sa *unstructured.Unstructured
-		eventually(t, "default ServiceAccount in "+ns, func() bool {
+		controllertest.Eventually(t, "default ServiceAccount in "+ns, func() bool {
 			var err error
 			sa, err = get(ns)
 			return err == nil
 		})
 		return sa
 	}
-	newNamespace := func(t *testing.T, name string) {
-		t.Helper()
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-		if _, err := svc.Create(ctx, nss, "", ns, objects.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	newNamespace := func(t *testing.T, name string) { controllertest.CreateNamespace(ctx, t, svc, name) }
 	deleteSA := func(t *testing.T, ns string) {
 		t.Helper()
 		if _, err := svc.Delete(ctx, sas, ns, Name, objects.DeleteOptions{}); err != nil {
@@ -76,7 +71,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 			newNamespace(t, "again")
 			first := created(t, "again")
 			deleteSA(t, "again")
-			eventually(t, "a new default ServiceAccount", func() bool {
+			controllertest.Eventually(t, "a new default ServiceAccount", func() bool {
 				sa, err := get("again")
 				return err == nil && sa.GetUID() != first.GetUID()
 			})
@@ -103,7 +98,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 			}
 			deleteSA(t, "doomed")
 			deleteSA(t, "control")
-			eventually(t, "the active namespace's ServiceAccount back", func() bool {
+			controllertest.Eventually(t, "the active namespace's ServiceAccount back", func() bool {
 				sa, err := get("control")
 				return err == nil && sa.GetUID() != first.GetUID()
 			})
@@ -122,16 +117,5 @@ func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
 	t.Helper()
 	if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) {
 		t.Errorf("%s has %v, want %v", what, got, want)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
