@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -119,7 +118,6 @@ func TestPublisher(t *testing.T) {
 	defer cancel()
 	ca := lapisCA(t)
 	go NewController(svc, []byte(ca), discard).Run(ctx)
-	nss, _ := cat.Lookup(catalog.NamespacesGVR)
 	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 
 	get := func(ns string) (*unstructured.Unstructured, error) { return svc.Get(ctx, cms, ns, ConfigMapName) }
@@ -220,27 +218,7 @@ func TestPublisher(t *testing.T) {
 			created(t, "described")
 		}},
 		{"a Terminating namespace gets none", func(t *testing.T) {
-			newNamespace(t, "doomed")
-			newNamespace(t, "control")
-			created(t, "doomed")
-			first := created(t, "control")
-			// With no namespace controller running, the namespace stays Terminating.
-			if _, err := svc.Delete(ctx, nss, "", "doomed", objects.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			for _, ns := range []string{"doomed", "control"} {
-				if _, err := svc.Delete(ctx, cms, ns, ConfigMapName, objects.DeleteOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			controllertest.Eventually(t, "the active namespace's ConfigMap back", func() bool {
-				cm, err := get("control")
-				return err == nil && cm.GetUID() != first.GetUID()
-			})
-			time.Sleep(300 * time.Millisecond)
-			if cm, err := get("doomed"); !apierrors.IsNotFound(err) {
-				t.Errorf("in a Terminating namespace: %v, %v; want NotFound", cm, err)
-			}
+			controllertest.NoneInTerminatingNamespace(ctx, t, svc, cms, ConfigMapName, created)
 		}},
 	}
 	for _, tt := range tests {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
@@ -23,7 +22,6 @@ func TestDefaultServiceAccount(t *testing.T) {
 	svc, cat := objectstest.NewService(t, "before", "own")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nss, _ := cat.Lookup(catalog.NamespacesGVR)
 	sas, _ := cat.Lookup(catalog.ServiceAccountsGVR)
 	mine := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
 		"metadata": map[string]any{"name": "default", "labels": map[string]any{"made-by": "user"}}, "automountServiceAccountToken": false}}
@@ -88,24 +86,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 			}
 		}},
 		{"a Terminating namespace gets none", func(t *testing.T) {
-			newNamespace(t, "doomed")
-			newNamespace(t, "control")
-			created(t, "doomed")
-			first := created(t, "control")
-			// With no namespace controller running, the namespace stays Terminating.
-			if _, err := svc.Delete(ctx, nss, "", "doomed", objects.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			deleteSA(t, "doomed")
-			deleteSA(t, "control")
-			controllertest.Eventually(t, "the active namespace's ServiceAccount back", func() bool {
-				sa, err := get("control")
-				return err == nil && sa.GetUID() != first.GetUID()
-			})
-			time.Sleep(300 * time.Millisecond)
-			if sa, err := get("doomed"); !apierrors.IsNotFound(err) {
-				t.Errorf("in a Terminating namespace: %v, %v; want NotFound", sa, err)
-			}
+			controllertest.NoneInTerminatingNamespace(ctx, t, svc, sas, Name, created)
 		}},
 	}
 	for _, tt := range tests {
