@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/controllertest"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
@@ -39,11 +40,11 @@ func TestNamespaceDeletion(t *testing.T) {
 	}
 
 	// The content without finalizers goes; the held object keeps the namespace, which says so.
-	eventually(t, func() bool {
+	controllertest.Eventually(t, "the content without finalizers gone", func() bool {
 		_, err := svc.Get(ctx, cms, "doomed", "plain")
 		return apierrors.IsNotFound(err)
 	})
-	eventually(t, func() bool {
+	controllertest.Eventually(t, "the namespace reporting the finalizer left", func() bool {
 		ns, err := svc.Get(ctx, nss, "", "doomed")
 		if err != nil {
 			return false
@@ -66,19 +67,8 @@ func TestNamespaceDeletion(t *testing.T) {
 	}, objects.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool {
+	controllertest.Eventually(t, "the namespace gone", func() bool {
 		_, err := svc.Get(ctx, nss, "", "doomed")
 		return apierrors.IsNotFound(err)
 	})
-}
-
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

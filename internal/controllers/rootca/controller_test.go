@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/controllertest"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 	"github.com/lapis-dev/lapis/internal/pki"
@@ -118,7 +118,6 @@ func TestPublisher(t *testing.T) {
 	defer cancel()
 	ca := lapisCA(t)
 	go NewController(svc, []byte(ca), discard).Run(ctx)
-	nss, _ := cat.Lookup(catalog.NamespacesGVR)
 	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 
 	get := func(ns string) (*unstructured.Unstructured, error) { return svc.Get(ctx, cms, ns, ConfigMapName) }
@@ -130,20 +129,14 @@ func TestPublisher(t *testing.T) {
 	created := func(t *testing.T, ns string) *unstructured.Unstructured {
 		t.Helper()
 		var cm *unstructured.Unstructured
-		eventually(t, "kube-root-ca.crt in "+ns, func() bool {
+		controllertest.Eventually(t, "kube-root-ca.crt in "+ns, func() bool {
 			var err error
 			cm, err = get(ns)
 			return err == nil && published(cm)
 		})
 		return cm
 	}
-	newNamespace := func(t *testing.T, name string) {
-		t.Helper()
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-		if _, err := svc.Create(ctx, nss, "", ns, objects.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	newNamespace := func(t *testing.T, name string) { controllertest.CreateNamespace(ctx, t, svc, name) }
 	change := func(t *testing.T, ns string, mutate func(cm *unstructured.Unstructured)) *unstructured.Unstructured {
 		t.Helper()
 		res, err := svc.Update(ctx, cms, ns, ConfigMapName, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -161,7 +154,7 @@ func TestPublisher(t *testing.T) {
 			newNamespace(t, name)
 			created(t, name)
 			changed := change(t, name, mutate)
-			eventually(t, "published again", func() bool {
+			controllertest.Eventually(t, "published again", func() bool {
 				cm, err := get(name)
 				return err == nil && published(cm) && cm.GetResourceVersion() != changed.GetResourceVersion()
 			})
@@ -192,7 +185,7 @@ func TestPublisher(t *testing.T) {
 			if _, err := svc.Delete(ctx, cms, "again", ConfigMapName, objects.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "a new kube-root-ca.crt", func() bool {
+			controllertest.Eventually(t, "a new kube-root-ca.crt", func() bool {
 				cm, err := get("again")
 				return err == nil && published(cm) && cm.GetUID() != first.GetUID()
 			})
@@ -225,27 +218,7 @@ func TestPublisher(t *testing.T) {
 			created(t, "described")
 		}},
 		{"a Terminating namespace gets none", func(t *testing.T) {
-			newNamespace(t, "doomed")
-			newNamespace(t, "control")
-			created(t, "doomed")
-			first := created(t, "control")
-			// With no namespace controller running, the namespace stays Terminating.
-			if _, err := svc.Delete(ctx, nss, "", "doomed", objects.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			for _, ns := range []string{"doomed", "control"} {
-				if _, err := svc.Delete(ctx, cms, ns, ConfigMapName, objects.DeleteOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			eventually(t, "the active namespace's ConfigMap back", func() bool {
-				cm, err := get("control")
-				return err == nil && cm.GetUID() != first.GetUID()
-			})
-			time.Sleep(300 * time.Millisecond)
-			if cm, err := get("doomed"); !apierrors.IsNotFound(err) {
-				t.Errorf("in a Terminating namespace: %v, %v; want NotFound", cm, err)
-			}
+			controllertest.NoneInTerminatingNamespace(ctx, t, svc, cms, ConfigMapName, created)
 		}},
 	}
 	for _, tt := range tests {
@@ -265,7 +238,7 @@ func TestSharedStorage(t *testing.T) {
 	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
 
 	var rv string
-	eventually(t, "both CAs published", func() bool {
+	controllertest.Eventually(t, "both CAs published", func() bool {
 		cm, err := svc.Get(ctx, cms, "shared", ConfigMapName)
 		if err != nil {
 			return false
@@ -278,16 +251,5 @@ func TestSharedStorage(t *testing.T) {
 	cm, err := svc.Get(ctx, cms, "shared", ConfigMapName)
 	if err != nil || cm.GetResourceVersion() != rv {
 		t.Errorf("still rewritten: %v, %v", cm, err)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

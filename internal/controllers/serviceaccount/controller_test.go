@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	"github.com/lapis-dev/lapis/internal/controllers/controllertest"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/objects/objectstest"
 )
@@ -22,7 +22,6 @@ func TestDefaultServiceAccount(t *testing.T) {
 	svc, cat := objectstest.NewService(t, "before", "own")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nss, _ := cat.Lookup(catalog.NamespacesGVR)
 	sas, _ := cat.Lookup(catalog.ServiceAccountsGVR)
 	mine := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
 		"metadata": map[string]any{"name": "default", "labels": map[string]any{"made-by": "user"}}, "automountServiceAccountToken": false}}
@@ -36,20 +35,14 @@ func TestDefaultServiceAccount(t *testing.T) {
 	created := func(t *testing.T, ns string) *unstructured.Unstructured {
 		t.Helper()
 		var sa *unstructured.Unstructured
-		eventually(t, "default ServiceAccount in "+ns, func() bool {
+		controllertest.Eventually(t, "default ServiceAccount in "+ns, func() bool {
 			var err error
 			sa, err = get(ns)
 			return err == nil
 		})
 		return sa
 	}
-	newNamespace := func(t *testing.T, name string) {
-		t.Helper()
-		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-		if _, err := svc.Create(ctx, nss, "", ns, objects.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	newNamespace := func(t *testing.T, name string) { controllertest.CreateNamespace(ctx, t, svc, name) }
 	deleteSA := func(t *testing.T, ns string) {
 		t.Helper()
 		if _, err := svc.Delete(ctx, sas, ns, Name, objects.DeleteOptions{}); err != nil {
@@ -76,7 +69,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 			newNamespace(t, "again")
 			first := created(t, "again")
 			deleteSA(t, "again")
-			eventually(t, "a new default ServiceAccount", func() bool {
+			controllertest.Eventually(t, "a new default ServiceAccount", func() bool {
 				sa, err := get("again")
 				return err == nil && sa.GetUID() != first.GetUID()
 			})
@@ -93,24 +86,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 			}
 		}},
 		{"a Terminating namespace gets none", func(t *testing.T) {
-			newNamespace(t, "doomed")
-			newNamespace(t, "control")
-			created(t, "doomed")
-			first := created(t, "control")
-			// With no namespace controller running, the namespace stays Terminating.
-			if _, err := svc.Delete(ctx, nss, "", "doomed", objects.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			deleteSA(t, "doomed")
-			deleteSA(t, "control")
-			eventually(t, "the active namespace's ServiceAccount back", func() bool {
-				sa, err := get("control")
-				return err == nil && sa.GetUID() != first.GetUID()
-			})
-			time.Sleep(300 * time.Millisecond)
-			if sa, err := get("doomed"); !apierrors.IsNotFound(err) {
-				t.Errorf("in a Terminating namespace: %v, %v; want NotFound", sa, err)
-			}
+			controllertest.NoneInTerminatingNamespace(ctx, t, svc, sas, Name, created)
 		}},
 	}
 	for _, tt := range tests {
@@ -122,16 +98,5 @@ func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
 	t.Helper()
 	if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) {
 		t.Errorf("%s has %v, want %v", what, got, want)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -25,6 +25,7 @@ package servicealloc
 //   - BeginCreate, BeginUpdate and AfterDelete are exported and take the internal Service
 //     and a dryRun bool instead of runtime.Object and options; they return a FinishFunc,
 //     declared here (kube's genericregistry.FinishFunc) so the generic registry is not imported.
+//   - Their doc comments are lapis's.
 //   - AfterDelete does not check dry-run: lapis calls it only for deletes that landed.
 //   - The REST methods, defaultOnRead and the ServiceList defaulting, and ResourceLocation
 //     and the endpoint checks it uses, are not copied.
@@ -167,6 +168,7 @@ func (r *REST) defaultOnReadIPFamilies(service *api.Service) {
 	}
 }
 
+// AfterDelete is kube's afterDelete: it frees what the deleted svc held.
 func (r *REST) AfterDelete(svc *api.Service) {
 	// Normally this defaulting is done automatically, but the hook (Decorator)
 	// is called at the end of this process, and we want the fully-formed
@@ -176,6 +178,8 @@ func (r *REST) AfterDelete(svc *api.Service) {
 	r.alloc.releaseAllocatedResources(svc)
 }
 
+// BeginCreate is kube's beginCreate: it allocates what svc asks for (dryRun: allocates
+// nothing, checks only); the FinishFunc keeps or frees it.
 func (r *REST) BeginCreate(ctx context.Context, svc *api.Service, dryRun bool) (FinishFunc, error) {
 	// Make sure ClusterIP and ClusterIPs are in sync.  This has to happen
 	// early, before anyone looks at them.
@@ -203,6 +207,8 @@ func (r *REST) BeginCreate(ctx context.Context, svc *api.Service, dryRun bool) (
 	return finish, nil
 }
 
+// BeginUpdate is kube's beginUpdate: it allocates what newSvc asks for that oldSvc lacks; the
+// FinishFunc keeps it and frees what oldSvc held and newSvc does not, or undoes it.
 func (r *REST) BeginUpdate(ctx context.Context, newSvc, oldSvc *api.Service, dryRun bool) (FinishFunc, error) {
 	// Make sure the existing object has all fields we expect to be defaulted.
 	// This might not be true if the saved object predates these fields (the
