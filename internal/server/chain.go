@@ -54,7 +54,8 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	verbs := handlers.New(s.objects).WithAuth(handlers.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}).
 		WithTokenIssuer(id.tokens).WithWatchObserver(metrics)
 	metricsHandler := metrics.Handler()
-	health := newHealth(s.objects.Store(), s.ready.Load, informersSynced(id.authz))
+	health := newHealth(healthSources{store: s.objects.Store(), ready: s.ready.Load, informersSynced: informersSynced(id.authz),
+		loopbackExpiry: s.loopbackExpiry, hooks: s.hooks.checks()})
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)
 	profiling.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,35 +34,52 @@ type healthCheck struct {
 // one path per check (/livez/etcd), as kube-apiserver's healthz package does.
 type healthEndpoints map[string][]healthCheck
 
-// newHealth returns kube-apiserver's checks that mean something for lapis, named and ordered
-// as kube's: ping; log (logging is not blocked); etcd in all three; and in /readyz only,
-// etcd-readiness, informer-sync (the informers lapis authorizes with hold their first list:
-// until then RBAC denies what it would allow) and shutdown. kube's post-start hooks and
-// loopback-serving-certificate have no counterpart that could fail once lapis serves: lapis
-// runs its start-up steps before it answers ready.
-func newHealth(store *storage.Store, ready, informersSynced func() bool) healthEndpoints {
+// healthSources is what the health checks ask.
+type healthSources struct {
+	store                  *storage.Store
+	ready, informersSynced func() bool
+	loopbackExpiry         time.Time     // when the loopback's serving certificate expires
+	hooks                  []healthCheck // kube's post-start hooks that lapis runs (hooks.go)
+}
+
+// newHealth returns kube-apiserver's checks for the parts lapis runs, named and ordered as
+// kube's: ping; log (logging is not blocked); in /healthz and /livez, loopback-serving-
+// certificate; etcd in all three; in /readyz only, etcd-readiness and informer-sync (the
+// informers lapis authorizes with hold their first list: until then RBAC denies what it would
+// allow); then kube's post-start hooks that lapis runs, and /readyz's shutdown last.
+func newHealth(src healthSources) healthEndpoints {
 	ping := healthCheck{"ping", func(*http.Request) error { return nil }}
 	log := healthCheck{"log", (&logProbe{flush: klog.Flush, now: time.Now}).check}
-	etcd := healthCheck{"etcd", (&etcdProbe{store: store, timeout: etcdHealthcheckTimeout}).check}
-	etcdReady := healthCheck{"etcd-readiness", (&etcdProbe{store: store, timeout: etcdReadycheckTimeout}).check}
+	loopback := healthCheck{"loopback-serving-certificate", func(*http.Request) error {
+		if time.Now().After(src.loopbackExpiry) {
+			return errLoopbackCertificateExpired
+		}
+		return nil
+	}}
+	etcd := healthCheck{"etcd", (&etcdProbe{store: src.store, timeout: etcdHealthcheckTimeout}).check}
+	etcdReady := healthCheck{"etcd-readiness", (&etcdProbe{store: src.store, timeout: etcdReadycheckTimeout}).check}
 	informers := healthCheck{"informer-sync", func(*http.Request) error {
-		if !informersSynced() {
+		if !src.informersSynced() {
 			return errors.New("informers not started yet")
 		}
 		return nil
 	}}
 	shutdown := healthCheck{"shutdown", func(*http.Request) error {
-		if !ready() {
+		if !src.ready() {
 			return errors.New("process is shutting down")
 		}
 		return nil
 	}}
 	return healthEndpoints{
-		"/healthz": {ping, log, etcd},
-		"/livez":   {ping, log, etcd},
-		"/readyz":  {ping, log, etcd, etcdReady, informers, shutdown},
+		"/healthz": slices.Concat([]healthCheck{ping, log, loopback, etcd}, src.hooks),
+		"/livez":   slices.Concat([]healthCheck{ping, log, loopback, etcd}, src.hooks),
+		"/readyz":  slices.Concat([]healthCheck{ping, log, etcd, etcdReady, informers}, src.hooks, []healthCheck{shutdown}),
 	}
 }
+
+// errLoopbackCertificateExpired is kube's (options.LoopbackCertificateExpiredError): the
+// certificate lapis's own client trusts has expired, and a restart makes a new one.
+var errLoopbackCertificateExpired = errors.New("loopback serving certificate is expired")
 
 // informersSynced is what /readyz's informer-sync check asks: whether the informers z
 // authorizes with (RBAC's) hold their first list; an authorizer without any has none to wait for.

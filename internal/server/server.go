@@ -37,6 +37,9 @@ type Server struct {
 	leader       *leader.Elector // runs the singleton work while this lapis holds its Lease
 	membership   *membership     // this replica's identity Lease and endpoint
 	requests     requestTracker  // requests in flight, which a shutdown lets finish
+
+	hooks          *postStartHooks // kube's post-start hooks lapis runs, for the health checks
+	loopbackExpiry time.Time       // when the loopback client's serving certificate expires
 }
 
 // Start starts lapis in phases (start.go): storage, identity, objects, controllers, serving,
@@ -51,7 +54,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg.withDefaults(), log: log, stop: stop, done: make(chan struct{})}
+	s := &Server{cfg: cfg.withDefaults(), log: log, stop: stop, done: make(chan struct{}), hooks: newPostStartHooks(kubeHookOrder)}
 	st := &startup{s: s, ctx: ctx, run: runCtx, lb: &loopback{}}
 	for _, phase := range st.phases() {
 		if err := phase.run(); err != nil {

@@ -53,7 +53,8 @@ type startup struct {
 	services          allocate.Config
 	kubernetesService *allocate.KubernetesService
 	gate              *admissionGate
-	whenReady         chan struct{} // closed once lapis is ready
+	allocated         <-chan struct{} // closed once Service allocation has started, or failed to
+	whenReady         chan struct{}   // closed once lapis is ready
 }
 
 // phase is one step of a start.
@@ -145,6 +146,9 @@ func (st *startup) identity() error {
 		return err
 	}
 	st.tls = tlsConfig
+	if cert, err := tlsConfig.GetCertificate(&tls.ClientHelloInfo{ServerName: loopbackServerName}); err == nil {
+		s.loopbackExpiry = cert.Leaf.NotAfter
+	}
 	if err := st.lb.connect(listener.Addr(), st.creds, loopbackTLS); err != nil {
 		return err
 	}
@@ -182,7 +186,9 @@ func (st *startup) objects() error {
 	s.objects = objects.NewService(st.store, st.cat)
 	st.caches = watchcache.New(st.run, st.store, s.cfg.WatchCacheHistoryBytes, s.log)
 	s.objects.UseWatchCache(st.caches)
-	return bootstrap.EnsureNamespaces(st.ctx, s.objects)
+	return s.hooks.run(st.ctx, hookSystemNamespaces, func(ctx context.Context) error {
+		return bootstrap.EnsureNamespaces(ctx, s.objects)
+	})
 }
 
 // controllers starts what runs before lapis serves: kube-apiserver's Service allocation (and
@@ -192,13 +198,15 @@ func (st *startup) objects() error {
 func (st *startup) controllers() error {
 	s := st.s
 	st.services, _ = allocate.ParseConfig(s.cfg.ServiceClusterIPRange, s.cfg.ServiceNodePortRange) // validated
-	allocate.StartInBackground(st.run, s.objects, st.services, func(err error) { s.log.Error("service allocation", "err", err) })
+	st.allocated = allocate.StartInBackground(st.run, s.objects, st.services, func(err error) { s.log.Error("service allocation", "err", err) })
 	crds := crd.NewController(s.objects, s.log, st.lb.chainOrNil)
 	if err := crds.Start(st.run); err != nil {
 		return fmt.Errorf("loading CustomResourceDefinitions: %w", err)
 	}
 	crds.UseWebhookConversion(st.webhooks, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, st.lb.config, noop.NewTracerProvider()))
+	s.hooks.finish(hookAPIExtensionsInformers, hookAPIExtensionsControllers, hookCRDInformerSynced)
 	go apf.Run(st.run, s.objects, s.log)
+	s.hooks.finish(hookAPFConfigConsumer)
 	// What kube-controller-manager puts in every namespace: the CA that verifies lapis (the one
 	// its kubeconfig trusts). Every replica adds its own CA to the bundle. The rest of
 	// kube-controller-manager's work runs on one replica once lapis serves (startSingletons).
@@ -255,12 +263,24 @@ func (st *startup) postStart() error {
 			}
 		}()
 	}
+	// Made after lapis is ready, as before: finished once started, as kube's hooks that start
+	// a controller (the system namespaces') are.
 	go bootstrap.EnsureDefaults(st.run, s.objects, s.log)
+	s.hooks.finish(hookSystemPriorityClasses, hookAPFConfigProducer)
 	s.cleanup.push("singleton work and membership", s.leave)
 	var err error
 	s.leader, err = s.startSingletons(st.run, singletons{lb: st.lb, authenticator: st.authenticator, creds: st.creds, store: st.store, caches: st.caches})
 	<-serviceSynced
-	return err
+	if err != nil {
+		return err
+	}
+	s.hooks.finish(hookIdentityLeaseGC)
+	// Service allocation, started first, is done by now (the kubernetes Service's sync needed
+	// it); kube's repair hook too is waited for. A failure is logged and Service writes answer
+	// 503 (kube-apiserver would exit).
+	<-st.allocated
+	s.hooks.finish(hookServiceCIDR, hookServiceIPRepair)
+	return nil
 }
 
 // rbacBootstrapTimeout bounds the first attempt at the RBAC bootstrap policy, which lapis's
@@ -279,8 +299,11 @@ func (st *startup) bootstrapRBAC() <-chan error {
 	return done
 }
 
+// ensureRBAC puts the policy in place: kube's rbac/bootstrap-roles hook is finished then.
 func (st *startup) ensureRBAC(ctx context.Context) error {
-	return authz.EnsureBootstrapPolicy(klog.NewContext(ctx, klog.Background()), st.lb.client, createDirect(st.s.objects))
+	return st.s.hooks.run(ctx, hookRBACBootstrapRoles, func(ctx context.Context) error {
+		return authz.EnsureBootstrapPolicy(klog.NewContext(ctx, klog.Background()), st.lb.client, createDirect(st.s.objects))
+	})
 }
 
 // kubernetesServiceSyncTimeout bounds the kubernetes Service's first sync before lapis is
@@ -309,6 +332,7 @@ func (st *startup) admission() error {
 	if err := st.lb.start(st.run); err != nil {
 		return err
 	}
+	st.s.hooks.finish(hookStartInformers)
 	chain, err := st.lb.buildChain(st.id.authz, st.webhooks, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, st.run.Done(), st.whenReady)
 	if err != nil {
 		return err
@@ -318,6 +342,7 @@ func (st *startup) admission() error {
 	}
 	st.lb.useChain(chain)
 	st.gate.use(chain)
+	st.s.hooks.finish(hookAdmissionInitializer)
 	return nil
 }
 
@@ -334,6 +359,7 @@ func (st *startup) ready() error {
 	close(st.whenReady)
 	s.membership = startIdentity(st.run, st.lb.client, st.kubernetesService)
 	go st.kubernetesService.Run(st.run)
+	s.hooks.finish(hookIdentityLease, hookBootstrapController)
 	if !st.stopOnCancel() {
 		return fmt.Errorf("stopped while starting: %w", context.Cause(st.ctx))
 	}
