@@ -263,8 +263,8 @@ func (st *startup) postStart() error {
 			}
 		}()
 	}
-	// Made after lapis is ready, as before: finished once started, as kube's hooks that start
-	// a controller (the system namespaces') are.
+	// The default objects are made in the background, readiness not waiting for them (as
+	// before): their hooks finish once started, as kube's hooks that start a controller do.
 	go bootstrap.EnsureDefaults(st.run, s.objects, s.log)
 	s.hooks.finish(hookSystemPriorityClasses, hookAPFConfigProducer)
 	s.cleanup.push("singleton work and membership", s.leave)
