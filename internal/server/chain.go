@@ -62,7 +62,7 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	profiling.HandleFunc("/debug/pprof/trace", pprof.Trace)
 
 	serve := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if h, ok := health.handler(req.URL.Path); ok {
+		if h, ok := health.Handler(req.URL.Path); ok {
 			h(w, req)
 			return
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+
+	"github.com/lapis-dev/lapis/internal/healthz"
 )
 
 // kube-apiserver 1.37's post-start hooks whose work lapis does, by kube's names. Each is lapis's
@@ -111,11 +113,11 @@ func isClosed(c <-chan struct{}) bool {
 var errHookNotFinished = errors.New("not finished")
 
 // checks are the hooks' health checks, in kube's order.
-func (h *postStartHooks) checks() []healthCheck {
-	checks := make([]healthCheck, 0, len(h.order))
+func (h *postStartHooks) checks() []healthz.Check {
+	checks := make([]healthz.Check, 0, len(h.order))
 	for _, name := range h.order {
 		done := h.done[name]
-		checks = append(checks, healthCheck{"poststarthook/" + name, func(*http.Request) error {
+		checks = append(checks, healthz.Check{Name: "poststarthook/" + name, Run: func(*http.Request) error {
 			if !isClosed(done) {
 				return errHookNotFinished
 			}

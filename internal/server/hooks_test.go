@@ -5,16 +5,18 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/lapis-dev/lapis/internal/healthz"
 )
 
 // TestPostStartHooks: a hook's check fails ("not finished", the reason kube gives) until its
 // work has succeeded, then passes; /readyz lists it by kube's name.
 func TestPostStartHooks(t *testing.T) {
 	hooks := newPostStartHooks([]string{"rbac/bootstrap-roles", "bootstrap-controller"})
-	health := healthEndpoints{"/readyz": hooks.checks()}
+	health := healthz.Endpoints{"/readyz": hooks.checks()}
 	get := func(path string) (int, string) {
 		req := httptest.NewRequest("GET", path, nil)
-		h, ok := health.handler(req.URL.Path)
+		h, ok := health.Handler(req.URL.Path)
 		if !ok {
 			t.Fatalf("%s not served", path)
 		}
