@@ -189,11 +189,13 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 // StartInBackground is Start without the wait: the services resource's Allocator is set at once
 // and makes Service writes wait until the allocators have started (their informers and repair
 // take about 100 ms), so that lapis serves without waiting for them. It must be called before
-// lapis serves.
-func StartInBackground(ctx context.Context, svc *objects.Service, cfg Config, log func(error)) {
+// lapis serves. The channel returned is closed once the allocators have started, or failed to.
+func StartInBackground(ctx context.Context, svc *objects.Service, cfg Config, log func(error)) <-chan struct{} {
 	services, ok := svc.Catalog().Lookup(catalog.ServicesGVR)
 	if !ok {
-		return
+		done := make(chan struct{})
+		close(done)
+		return done
 	}
 	w := &waiting{ready: make(chan struct{})}
 	services.Allocator = w
@@ -207,6 +209,7 @@ func StartInBackground(ctx context.Context, svc *objects.Service, cfg Config, lo
 			log(w.err)
 		}
 	}()
+	return w.ready
 }
 
 // waiting is the Allocator of Services until the allocators have started.

@@ -55,14 +55,15 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	verbs := handlers.New(s.objects).WithAuthorizer(id.authz).WithWatchObserver(metrics).WithEndpoints(special.New(s.objects,
 		special.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}, id.tokens))
 	metricsHandler := metrics.Handler()
-	health := newHealth(s.objects.Store(), s.ready.Load, informersSynced(id.authz))
+	health := newHealth(healthSources{store: s.objects.Store(), ready: s.ready.Load, informersSynced: informersSynced(id.authz),
+		loopbackExpiry: s.loopbackExpiry, hooks: s.hooks.checks()})
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)
 	profiling.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	profiling.HandleFunc("/debug/pprof/trace", pprof.Trace)
 
 	serve := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if h, ok := health.handler(req.URL.Path); ok {
+		if h, ok := health.Handler(req.URL.Path); ok {
 			h(w, req)
 			return
 		}

@@ -102,6 +102,20 @@ const (
 	readHeaderTimeout = 32 * time.Second
 )
 
+// withDefaults fills in the zero values that stand for a default.
+func (c Config) withDefaults() Config {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.EtcdHistoryBytes == 0 {
+		c.EtcdHistoryBytes = DefaultEtcdHistoryBytes
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	return c
+}
+
 // validate refuses flag combinations that cannot work, before anything is started.
 func (c Config) validate() error {
 	if _, err := lapisadmission.PluginNames(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {

@@ -88,8 +88,13 @@ func TestHealthWhileEtcdIsGone(t *testing.T) {
 			}
 		}
 	}
+	// Every post-start hook has finished once lapis is ready.
+	var hooks string
+	for _, name := range kubeHookOrder {
+		hooks += "[+]poststarthook/" + name + " ok\n"
+	}
 	healthy := map[string]answer{
-		"/readyz?verbose": {code: 200, body: "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed"},
+		"/readyz?verbose": {code: 200, body: "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n" + hooks + "[+]shutdown ok\nreadyz check passed"},
 		"/livez":          {code: 200, body: "ok"},
 		"/healthz":        {code: 200, body: "ok"},
 	}
@@ -100,8 +105,9 @@ func TestHealthWhileEtcdIsGone(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond) // an etcd check probes at most once per half timeout
 	check("etcd gone", map[string]answer{
-		"/readyz":               {code: 500, body: "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check failed"},
-		"/livez":                {code: 500, body: "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\nlivez check failed"},
+		"/readyz": {code: 500, body: "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]informer-sync ok\n" +
+			hooks + "[+]shutdown ok\nreadyz check failed"},
+		"/livez":                {code: 500, body: "[+]ping ok\n[+]log ok\n[+]loopback-serving-certificate ok\n[-]etcd failed: reason withheld\n" + hooks + "livez check failed"},
 		"/healthz?exclude=etcd": {code: 200, body: "ok"},
 		"/readyz/shutdown":      {code: 200, body: "ok"},
 	})

@@ -392,20 +392,31 @@ func checkHealth(t *testing.T, l *lapisProc, when string, wants []healthWant) {
 	}
 }
 
+// hooksOK is kube-apiserver's post-start hooks that lapis runs, each finished, in kube's order.
+const hooksOK = "[+]poststarthook/start-apiserver-admission-initializer ok\n[+]poststarthook/generic-apiserver-start-informers ok\n" +
+	"[+]poststarthook/priority-and-fairness-config-consumer ok\n[+]poststarthook/start-apiextensions-informers ok\n" +
+	"[+]poststarthook/start-apiextensions-controllers ok\n[+]poststarthook/crd-informer-synced ok\n" +
+	"[+]poststarthook/start-system-namespaces-controller ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n" +
+	"[+]poststarthook/start-kube-apiserver-identity-lease-garbage-collector ok\n[+]poststarthook/start-service-ip-repair-controllers ok\n" +
+	"[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/scheduling/bootstrap-system-priority-classes ok\n" +
+	"[+]poststarthook/priority-and-fairness-config-producer ok\n[+]poststarthook/bootstrap-controller ok\n" +
+	"[+]poststarthook/start-kubernetes-service-cidr-controller ok\n"
+
 var (
 	healthyAnswers = []healthWant{
 		{"/healthz", 200, "ok"},
 		{"/livez", 200, "ok"},
 		{"/readyz", 200, "ok"},
-		{"/readyz?verbose", 200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed"},
+		{"/readyz?verbose", 200, "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n" + hooksOK + "[+]shutdown ok\nreadyz check passed"},
 		{"/livez/etcd", 200, "ok"},
 	}
 	// kube-apiserver: every failing health endpoint answers 500, naming the failed checks
 	// without their reasons; a single check's path gives the reason.
 	outageAnswers = []healthWant{
-		{"/healthz", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\nhealthz check failed"},
-		{"/livez", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\nlivez check failed"},
-		{"/readyz", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check failed"},
+		{"/healthz", 500, "[+]ping ok\n[+]log ok\n[+]loopback-serving-certificate ok\n[-]etcd failed: reason withheld\n" + hooksOK + "healthz check failed"},
+		{"/livez", 500, "[+]ping ok\n[+]log ok\n[+]loopback-serving-certificate ok\n[-]etcd failed: reason withheld\n" + hooksOK + "livez check failed"},
+		{"/readyz", 500, "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]informer-sync ok\n" +
+			hooksOK + "[+]shutdown ok\nreadyz check failed"},
 		{"/healthz?exclude=etcd", 200, "ok"},
 		{"/readyz/shutdown", 200, "ok"},
 	}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/lapis-dev/lapis/internal/healthz"
+)
+
+// kube-apiserver 1.37's post-start hooks whose work lapis does, by kube's names. Each is lapis's
+// counterpart, finished where lapis's start-up does that work (start.go):
+const (
+	// the admission chain built over the loopback informers, and in use (loopback.go)
+	hookAdmissionInitializer = "start-apiserver-admission-initializer"
+	// the loopback informers started and synced
+	hookStartInformers = "generic-apiserver-start-informers"
+	// FlowSchemas' Dangling condition kept (internal/controllers/apf); lapis does not queue
+	// requests by priority (kube's priority-and-fairness-filter)
+	hookAPFConfigConsumer = "priority-and-fairness-config-consumer"
+	// the stored CustomResourceDefinitions served, and followed (internal/crd)
+	hookAPIExtensionsInformers   = "start-apiextensions-informers"
+	hookAPIExtensionsControllers = "start-apiextensions-controllers"
+	hookCRDInformerSynced        = "crd-informer-synced"
+	// default, kube-system, kube-public and kube-node-lease made (bootstrap.EnsureNamespaces)
+	hookSystemNamespaces = "start-system-namespaces-controller"
+	// this replica's identity Lease kept (internal/apiserverid)
+	hookIdentityLease = "start-kube-apiserver-identity-lease-controller"
+	// expired identity Leases deleted, by the replica holding the controllers' Lease
+	hookIdentityLeaseGC = "start-kube-apiserver-identity-lease-garbage-collector"
+	// the stored Services' cluster IPs and node ports taken into account (internal/allocate)
+	hookServiceIPRepair = "start-service-ip-repair-controllers"
+	// kube's RBAC bootstrap policy in place (authz.EnsureBootstrapPolicy)
+	hookRBACBootstrapRoles = "rbac/bootstrap-roles"
+	// the system PriorityClasses and the APF configuration objects made (bootstrap.EnsureDefaults)
+	hookSystemPriorityClasses = "scheduling/bootstrap-system-priority-classes"
+	hookAPFConfigProducer     = "priority-and-fairness-config-producer"
+	// the kubernetes Service and its endpoints kept (allocate.KubernetesService)
+	hookBootstrapController = "bootstrap-controller"
+	// the default ServiceCIDR made (internal/allocate)
+	hookServiceCIDR = "start-kubernetes-service-cidr-controller"
+)
+
+// kubeHookOrder is the order kube-apiserver 1.37 registers those hooks in, which its health
+// endpoints list them in (its /readyz?verbose).
+var kubeHookOrder = []string{
+	hookAdmissionInitializer,
+	hookStartInformers,
+	hookAPFConfigConsumer,
+	hookAPIExtensionsInformers,
+	hookAPIExtensionsControllers,
+	hookCRDInformerSynced,
+	hookSystemNamespaces,
+	hookIdentityLease,
+	hookIdentityLeaseGC,
+	hookServiceIPRepair,
+	hookRBACBootstrapRoles,
+	hookSystemPriorityClasses,
+	hookAPFConfigProducer,
+	hookBootstrapController,
+	hookServiceCIDR,
+}
+
+// postStartHooks records which post-start hooks have finished, for the health checks: as
+// kube's, each is listed as poststarthook/<name> and fails until its work is done (or, for a
+// controller, started). All have finished by the time lapis is ready, but the RBAC policy's
+// when its first attempt failed: /readyz fails until a retry puts it in place, as kube's.
+type postStartHooks struct {
+	order []string
+	mu    sync.Mutex
+	done  map[string]chan struct{}
+}
+
+func newPostStartHooks(names []string) *postStartHooks {
+	h := &postStartHooks{order: names, done: make(map[string]chan struct{}, len(names))}
+	for _, n := range names {
+		h.done[n] = make(chan struct{})
+	}
+	return h
+}
+
+// run does work and marks the hook name finished when it succeeds, as kube runs a hook.
+func (h *postStartHooks) run(ctx context.Context, name string, work func(context.Context) error) error {
+	if err := work(ctx); err != nil {
+		return err
+	}
+	h.finish(name)
+	return nil
+}
+
+// finish marks the hooks named finished; marking one again does nothing.
+func (h *postStartHooks) finish(names ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range names {
+		if done, ok := h.done[n]; ok && !isClosed(done) {
+			close(done)
+		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// errHookNotFinished is kube's answer for a hook that has not returned yet.
+var errHookNotFinished = errors.New("not finished")
+
+// checks are the hooks' health checks, in kube's order.
+func (h *postStartHooks) checks() []healthz.Check {
+	checks := make([]healthz.Check, 0, len(h.order))
+	for _, name := range h.order {
+		done := h.done[name]
+		checks = append(checks, healthz.Check{Name: "poststarthook/" + name, Run: func(*http.Request) error {
+			if !isClosed(done) {
+				return errHookNotFinished
+			}
+			return nil
+		}})
+	}
+	return checks
+}
