@@ -59,8 +59,8 @@ func (h *Handler) binding(rq *request) error {
 	if !ok {
 		return ErrNoRoute
 	}
-	_, err = h.objects.Update(kubeContext(rq), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
-		objects.WriteOptions{DryRun: isDryRun(opts.DryRun), Direct: true})
+	_, err = h.objects.UpdateDirect(kubeContext(rq), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
+		objects.WriteOptions{DryRun: isDryRun(opts.DryRun)})
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return err
