@@ -174,17 +174,19 @@ func hasDefaults(s *structuralschema.Structural) bool {
 // kube's custom resource strategy does: on update, errors in values the update leaves unchanged
 // (where the old object correlates) are ratcheted — schema, CEL rules and list types alike.
 func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.ErrorList {
-	return b.validate(obj, old, false)
+	return b.validate(obj, old, "")
 }
 
 // ValidateStatus is Validate for a write through the status subresource: kube checks the
 // status against the schema's status property alone, and of the scale's values only those in
 // the status.
 func (b *customBehavior) ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList {
-	return b.validate(obj, old, true)
+	return b.validate(obj, old, "status")
 }
 
-func (b *customBehavior) validate(obj, old *unstructured.Unstructured, status bool) field.ErrorList {
+// validate is Validate of a write through subresource ("" or "status").
+func (b *customBehavior) validate(obj, old *unstructured.Unstructured, subresource string) field.ErrorList {
+	status := subresource == "status"
 	scaleErrs := func() field.ErrorList {
 		if status {
 			return validateScaleStatus(obj, b.scale)

@@ -38,7 +38,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if err := s.fields.CheckApplied(r, config); err != nil {
 			return Result{}, apierrors.NewBadRequest(err.Error())
 		}
-	} else if warnings, err = s.fit(r, config, writePlan{WriteOptions: opts.WriteOptions}, false); err != nil {
+	} else if warnings, err = s.checkFit(r, config, opts.WriteOptions); err != nil {
 		return Result{}, err
 	}
 	wo := writePlan{WriteOptions: opts.WriteOptions}

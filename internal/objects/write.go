@@ -184,12 +184,36 @@ func servedAsStored(r *catalog.Resource, value []byte, rev int64) []byte {
 
 // normalize brings obj to its type's form and applies fieldValidation to what did not fit.
 func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured, opts writePlan) ([]string, error) {
-	return s.fit(r, obj, opts, true)
+	if err := checkKind(r, obj); err != nil {
+		return nil, err
+	}
+	if opts.cleanMerge {
+		// A merge of a stored object and an applied configuration that both fit the schema
+		// fits it too: pruning or decoding would find nothing.
+		return nil, nil
+	}
+	unknown, err := r.Behavior.Normalize(obj)
+	return fieldIssues(r, unknown, err, opts.WriteOptions)
 }
 
-// fit is normalize; with rewrite false it only reports, and obj must already name its kind
-// and apiVersion (it is not changed).
-func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts writePlan, rewrite bool) ([]string, error) {
+// checkFit is normalize that only reports: obj must already name its kind and apiVersion, and
+// it is not changed.
+func (s *Service) checkFit(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions) ([]string, error) {
+	if err := checkKind(r, obj); err != nil {
+		return nil, err
+	}
+	var unknown []string
+	var err error
+	if checker, ok := r.Behavior.(catalog.FitChecker); ok {
+		unknown, err = checker.CheckFit(obj)
+	} else {
+		unknown, err = r.Behavior.Normalize(obj.DeepCopy())
+	}
+	return fieldIssues(r, unknown, err, opts)
+}
+
+// checkKind fills in obj's kind and apiVersion when it names none, and refuses another's.
+func checkKind(r *catalog.Resource, obj *unstructured.Unstructured) error {
 	gvk := r.GroupVersionKind()
 	if obj.GetKind() == "" {
 		obj.SetKind(gvk.Kind)
@@ -200,31 +224,23 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	if obj.GetKind() != gvk.Kind && r.CRD == nil {
 		// kube decodes a built-in body into the Go type it names, then fails to convert that.
 		version := obj.GroupVersionKind().Version
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
 			obj.GetKind(), version, gvk.Kind, version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
 	}
 	if obj.GetAPIVersion() != r.GroupVersion.String() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
 	}
 	if obj.GetKind() != gvk.Kind {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: obj.GetKind()}, obj.GetName(), field.ErrorList{
+		return apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: obj.GetKind()}, obj.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("kind"), obj.GetKind(), "must be "+gvk.Kind)})
 	}
-	if opts.cleanMerge {
-		// A merge of a stored object and an applied configuration that both fit the schema
-		// fits it too: pruning or decoding would find nothing.
-		return nil, nil
-	}
-	var unknown []string
-	var err error
-	if checker, ok := r.Behavior.(catalog.FitChecker); ok && !rewrite {
-		unknown, err = checker.CheckFit(obj)
-	} else {
-		if !rewrite {
-			obj = obj.DeepCopy()
-		}
-		unknown, err = r.Behavior.Normalize(obj)
-	}
+	return nil
+}
+
+// fieldIssues is the answer fieldValidation gives to what fitting an object to its type found:
+// the error of a body that does not decode, the unknown fields and the body's decoding issues.
+func fieldIssues(r *catalog.Resource, unknown []string, err error, opts WriteOptions) ([]string, error) {
+	gvk := r.GroupVersionKind()
 	if err != nil {
 		if opts.PatchValue != nil { // kube's patch handler decodes the patched object itself
 			return nil, invalidPatch(opts.PatchValue(), err.Error())
