@@ -61,12 +61,6 @@ func (a Admission) AdmitDelete(ctx context.Context, old runtime.Object, kind sch
 	return a.Validate(ctx, attrs(old))
 }
 
-// DeleteAdmitter is a Behavior whose deletes go through admission: kube-apiserver admits every
-// delete of a stored object.
-type DeleteAdmitter interface {
-	AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error
-}
-
 // Mutate runs the chain's mutating plugins.
 func (a Admission) Mutate(ctx context.Context, attrs admission.Attributes) error {
 	if a.Chain == nil {

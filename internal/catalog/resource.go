@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -74,6 +75,12 @@ type Resource struct {
 
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
+	// TypedBehavior, for built-in types, is Behavior's way of handing the type's Go objects
+	// along the write path; nil: objects stay unstructured (custom resources).
+	TypedBehavior TypedBehavior
+	// DefaultsOnRead says that reads default objects too, so that objects stored before a
+	// default existed gain it (custom resources whose schema has defaults, as in kube).
+	DefaultsOnRead bool
 	// Allocator, when set, reserves what objects take from a shared pool (Services).
 	Allocator Allocator
 
@@ -169,12 +176,25 @@ type Behavior interface {
 	// SelectableFields returns the fields a field selector can match on, beyond metadata.name and
 	// metadata.namespace (which every resource has).
 	SelectableFields(obj *unstructured.Unstructured) fields.Set
+	// CheckFit says what Normalize would report about obj without changing it (a server-side
+	// apply's configuration is checked, never stored as it is).
+	CheckFit(obj *unstructured.Unstructured) (unknownFields []string, err error)
+	// AdmitDelete runs admission for a delete of obj: kube-apiserver admits every delete of a
+	// stored object.
+	AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error
 }
 
-// FitChecker is a Behavior that can say what Normalize would report about an object without
-// rewriting it (a server-side apply's configuration is checked, never stored as it is).
-type FitChecker interface {
-	CheckFit(obj *unstructured.Unstructured) (unknownFields []string, err error)
+// TypedBehavior is the part of a built-in type's Behavior that takes and gives its Go objects
+// along the write path, sparing conversions between the unstructured pipeline and the Go types,
+// which are a large part of a write's CPU.
+type TypedBehavior interface {
+	// DefaultTyped is Default, returning the Go object u's content is now made from (nil if
+	// none), metadata excepted.
+	DefaultTyped(u *unstructured.Unstructured) runtime.Object
+	// BeforeUpdateTyped is BeforeUpdate given typed, DefaultTyped's object for obj (its
+	// metadata is taken from obj), and oldTyped, old's Go object whole; either may be nil and
+	// both become the behavior's. It returns the Go object obj now is, or nil.
+	BeforeUpdateTyped(ctx context.Context, obj, old *unstructured.Unstructured, typed, oldTyped runtime.Object, subresource string) ([]string, runtime.Object, error)
 }
 
 type dryRunKey struct{}

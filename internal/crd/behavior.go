@@ -22,6 +22,8 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
 // customBehavior is the catalog.Behavior of one served version of a custom resource.
@@ -133,6 +135,8 @@ func (b *customBehavior) Default(obj *unstructured.Unstructured) {
 		structuraldefaulting.Default(obj.Object, b.structural)
 	}
 }
+
+var _ catalog.Hooks = (*customBehavior)(nil)
 
 // DefaultsOnRead: objects are defaulted when read, so a stored object may change on reading —
 // only when the schema has defaults; otherwise reads serve the stored bytes as they are.

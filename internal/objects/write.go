@@ -202,13 +202,7 @@ func (s *Service) checkFit(r *catalog.Resource, obj *unstructured.Unstructured, 
 	if err := checkKind(r, obj); err != nil {
 		return nil, err
 	}
-	var unknown []string
-	var err error
-	if checker, ok := r.Behavior.(catalog.FitChecker); ok {
-		unknown, err = checker.CheckFit(obj)
-	} else {
-		unknown, err = r.Behavior.Normalize(obj.DeepCopy())
-	}
+	unknown, err := r.Behavior.CheckFit(obj)
 	return fieldIssues(r, unknown, err, opts)
 }
 
@@ -560,7 +554,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 		alloc.Finish(ctx, false)
 		return Result{Warnings: append(warnings, strategyWarnings...)}, nil, nil, err
 	}
-	if r.Conversion != nil || hasReadDefaults(r) {
+	if r.Conversion != nil || r.DefaultsOnRead {
 		written = nil // reads of it are not obj as it is
 	}
 	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, written, nil

@@ -27,6 +27,11 @@ type behavior struct {
 	internal schema.GroupVersionKind
 }
 
+var (
+	_ catalog.Behavior      = (*behavior)(nil)
+	_ catalog.TypedBehavior = (*behavior)(nil)
+)
+
 func newBehavior(t *Type) *behavior {
 	gv := t.Resource.GroupVersion()
 	return &behavior{
@@ -50,7 +55,7 @@ func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
 	return unknown, typedToUnstructured(u, obj, b.served)
 }
 
-// CheckFit is Normalize without rewriting u (catalog.FitChecker).
+// CheckFit is Normalize without rewriting u.
 func (b *behavior) CheckFit(u *unstructured.Unstructured) ([]string, error) {
 	obj, err := scheme().New(b.served)
 	if err != nil {
@@ -238,7 +243,7 @@ func (b *behavior) checkWrite(ctx context.Context, obj, old runtime.Object, subr
 	return b.t.checkWrite(ctx, obj, old)
 }
 
-// AdmitDelete runs admission for a delete of u (catalog.DeleteAdmitter).
+// AdmitDelete runs admission for a delete of u.
 func (b *behavior) AdmitDelete(ctx context.Context, u *unstructured.Unstructured, options *metav1.DeleteOptions) (err error) {
 	defer contain(&err)
 	obj, err := b.toInternal(u)
