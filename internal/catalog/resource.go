@@ -98,7 +98,19 @@ type Resource struct {
 	// needs the versions its managers wrote); nil means versions differ only in apiVersion.
 	ConvertVersion func(obj *unstructured.Unstructured, to schema.GroupVersion) (*unstructured.Unstructured, error)
 
-	// CRD is set for custom resources: the definition and the version served here.
+	// Unstructured: objects of this resource have no Go type, only a schema (custom
+	// resources). kube-apiserver decodes, patches, lists, describes and tracks the fields of
+	// them as unstructured content, where it decodes other objects into their Go types.
+	Unstructured bool
+	// ServedByAPIExtensions: kube-apiserver serves this resource through its apiextensions
+	// handler and discovery controller (custom resources), whose answers differ in details
+	// from the built-in routes': HEAD served as GET, POST to a name, 404 and 405 naming the
+	// resource, no check of Accept, verbs in another order, status listed before scale.
+	ServedByAPIExtensions bool
+
+	// CRD is set for custom resources: the definition and the version served here. What
+	// differs for custom resources is named by the fields above; CRD is for what needs the
+	// definition itself.
 	CRD        *apiextensionsv1.CustomResourceDefinition
 	CRDVersion *apiextensionsv1.CustomResourceDefinitionVersion
 }
@@ -148,6 +160,26 @@ func (r *Resource) StorageAPIVersion() string {
 		return r.GroupVersion.String()
 	}
 	return r.StorageVersion.String()
+}
+
+// Deleting says the resource's definition is being deleted (a CRD with a deletionTimestamp):
+// no new objects may be created.
+func (r *Resource) Deleting() bool {
+	return r.CRD != nil && r.CRD.DeletionTimestamp != nil
+}
+
+// Terminating says the resource's definition has the Terminating condition (its objects are
+// being removed): discovery lists only the verbs that remove them.
+func (r *Resource) Terminating() bool {
+	if r.CRD == nil {
+		return false
+	}
+	for _, c := range r.CRD.Status.Conditions {
+		if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupVersionKind returns the resource's GVK.

@@ -359,6 +359,8 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			StorageVersion:                 storageGV,
 			HasStatus:                      behavior.hasStatus,
 			RequireResourceVersionOnUpdate: true,
+			Unstructured:                   true,
+			ServedByAPIExtensions:          true,
 			SpecTracksGeneration:           true,
 			Behavior: catalog.Strategy(behavior, schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
 				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, apivalidation.NameIsDNSSubdomain,

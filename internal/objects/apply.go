@@ -69,7 +69,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	}
 	wo.fieldsTracked = true
 	wo.mutationReads = true // kube's field manager reads the live object, never changes it
-	if r.CRD != nil {
+	if r.Unstructured {
 		// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict
 		// (checked against the schema) say the configuration is clean.
 		wo.cleanMerge = len(warnings) == 0 && opts.FieldValidation != "Ignore"

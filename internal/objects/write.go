@@ -83,7 +83,7 @@ const maxGenerateNameAttempts = 8
 
 // defaulted says the object written is a server-side apply's merge of a built-in object, which
 // the field manager has defaulted.
-func (o writePlan) defaulted(r *catalog.Resource) bool { return o.cleanMerge && r.CRD == nil }
+func (o writePlan) defaulted(r *catalog.Resource) bool { return o.cleanMerge && !r.Unstructured }
 
 // Create stores a new object in namespace (ignored for cluster-scoped resources).
 func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts WriteOptions) (Result, error) {
@@ -91,7 +91,7 @@ func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace str
 }
 
 func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts writePlan) (Result, error) {
-	if r.CRD != nil && r.CRD.DeletionTimestamp != nil {
+	if r.Deleting() {
 		return Result{}, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
 			Reason: metav1.StatusReasonMethodNotAllowed, Message: "create not allowed while custom resource definition is terminating"}}
 	}
@@ -215,7 +215,7 @@ func checkKind(r *catalog.Resource, obj *unstructured.Unstructured) error {
 	if obj.GetAPIVersion() == "" {
 		obj.SetAPIVersion(r.GroupVersion.String())
 	}
-	if obj.GetKind() != gvk.Kind && r.CRD == nil {
+	if obj.GetKind() != gvk.Kind && !r.Unstructured {
 		// kube decodes a built-in body into the Go type it names, then fails to convert that.
 		version := obj.GroupVersionKind().Version
 		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
@@ -489,7 +489,7 @@ func (s *Service) update(ctx context.Context, r *catalog.Resource, namespace, na
 // its Go object when the service kept it). It returns obj's Go object when the behavior made
 // one that the service may keep.
 func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, oldTyped runtime.Object, opts writePlan) (Result, catalog.Allocation, runtime.Object, error) {
-	if r.CRD == nil {
+	if !r.Unstructured {
 		// kube-apiserver decodes built-in objects into Go types, where `managedFields: []` is an
 		// empty, non-nil list: the field manager takes it as a reset, as it does [{}]. (Custom
 		// resources stay unstructured there, and [] leaves their managedFields alone.)

@@ -28,7 +28,7 @@ func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schem
 	var routes []route
 	for _, r := range rs {
 		var kindModel, listModel string
-		if r.CRD == nil {
+		if !r.Unstructured {
 			kindModel, listModel = builtinModel(r.GroupVersion, r.Kind), builtinModel(r.GroupVersion, listKind(r))
 		}
 		if kindModel == "" {

@@ -148,7 +148,7 @@ func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
 	}
 	if r.Scale != nil {
 		sb := b
-		if r.CRD == nil { // built-in scale endpoints are described as autoscaling/v1 Scale
+		if !r.ServedByAPIExtensions { // built-in scale endpoints are described as autoscaling/v1 Scale
 			sb.gvk = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 		}
 		out = append(out, sb.subresource(object, "scale", scope+r.Kind+"Scale", scaleModel, objectParams()))
@@ -223,7 +223,7 @@ func (b routeBuilder) op(method, verb, action, name, description, body string, r
 		o.bodyRequired, o.consumes = true, anyConsumes
 	case "patch":
 		o.bodyRequired, o.consumes = true, patchConsumes
-		if b.r.CRD == nil {
+		if !b.r.Unstructured { // strategic merge patches need Go types
 			o.consumes = builtinPatchConsumes
 		}
 	case "delete":
