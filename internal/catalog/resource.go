@@ -75,8 +75,9 @@ type Resource struct {
 
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
-	// TypedBehavior, for built-in types, is Behavior's way of handing the type's Go objects
-	// along the write path; nil: objects stay unstructured (custom resources).
+	// TypedBehavior, for catalog/kube's built-in types, is Behavior's way of handing the
+	// type's Go objects along the write path; nil: the pipeline hands on unstructured content
+	// only.
 	TypedBehavior TypedBehavior
 	// DefaultsOnRead says that reads default objects too, so that objects stored before a
 	// default existed gain it (custom resources whose schema has defaults, as in kube).
