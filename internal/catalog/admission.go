@@ -61,18 +61,17 @@ func (a Admission) AdmitDelete(ctx context.Context, old runtime.Object, kind sch
 	return a.Validate(ctx, attrs(old))
 }
 
-// DeleteAdmitter is a Behavior whose deletes go through admission: kube-apiserver admits every
-// delete of a stored object.
-type DeleteAdmitter interface {
-	AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error
+// chain is the admission chain, nil when there is none.
+func (a Admission) chain() admission.Interface {
+	if a.Chain == nil {
+		return nil
+	}
+	return a.Chain()
 }
 
 // Mutate runs the chain's mutating plugins.
 func (a Admission) Mutate(ctx context.Context, attrs admission.Attributes) error {
-	if a.Chain == nil {
-		return nil
-	}
-	if m, ok := a.Chain().(admission.MutationInterface); ok && m.Handles(attrs.GetOperation()) {
+	if m, ok := a.chain().(admission.MutationInterface); ok && m.Handles(attrs.GetOperation()) {
 		return m.Admit(ctx, attrs, a.Objects)
 	}
 	return nil
@@ -80,10 +79,7 @@ func (a Admission) Mutate(ctx context.Context, attrs admission.Attributes) error
 
 // Validate runs the chain's validating plugins.
 func (a Admission) Validate(ctx context.Context, attrs admission.Attributes) error {
-	if a.Chain == nil {
-		return nil
-	}
-	if v, ok := a.Chain().(admission.ValidationInterface); ok && v.Handles(attrs.GetOperation()) {
+	if v, ok := a.chain().(admission.ValidationInterface); ok && v.Handles(attrs.GetOperation()) {
 		return v.Validate(ctx, attrs, a.Objects)
 	}
 	return nil

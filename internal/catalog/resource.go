@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -74,6 +75,13 @@ type Resource struct {
 
 	// Behavior normalizes, defaults and validates objects of this resource.
 	Behavior Behavior
+	// TypedBehavior, for catalog/kube's built-in types, is Behavior's way of handing the
+	// type's Go objects along the write path; nil: the pipeline hands on unstructured content
+	// only.
+	TypedBehavior TypedBehavior
+	// DefaultsOnRead says that reads default objects too, so that objects stored before a
+	// default existed gain it (custom resources whose schema has defaults, as in kube).
+	DefaultsOnRead bool
 	// Allocator, when set, reserves what objects take from a shared pool (Services).
 	Allocator Allocator
 
@@ -91,7 +99,19 @@ type Resource struct {
 	// needs the versions its managers wrote); nil means versions differ only in apiVersion.
 	ConvertVersion func(obj *unstructured.Unstructured, to schema.GroupVersion) (*unstructured.Unstructured, error)
 
-	// CRD is set for custom resources: the definition and the version served here.
+	// Unstructured: objects of this resource have no Go type, only a schema (custom
+	// resources). kube-apiserver decodes, patches, lists, describes and tracks the fields of
+	// them as unstructured content, where it decodes other objects into their Go types.
+	Unstructured bool
+	// ServedByAPIExtensions: kube-apiserver serves this resource through its apiextensions
+	// handler and discovery controller (custom resources), whose answers differ in details
+	// from the built-in routes': HEAD served as GET, POST to a name, 404 and 405 naming the
+	// resource, no check of Accept, verbs in another order, status listed before scale.
+	ServedByAPIExtensions bool
+
+	// CRD is set for custom resources: the definition and the version served here. What
+	// differs for custom resources is named by the fields above; CRD is for what needs the
+	// definition itself.
 	CRD        *apiextensionsv1.CustomResourceDefinition
 	CRDVersion *apiextensionsv1.CustomResourceDefinitionVersion
 }
@@ -143,6 +163,26 @@ func (r *Resource) StorageAPIVersion() string {
 	return r.StorageVersion.String()
 }
 
+// Deleting says the resource's definition is being deleted (a CRD with a deletionTimestamp):
+// no new objects may be created.
+func (r *Resource) Deleting() bool {
+	return r.CRD != nil && r.CRD.DeletionTimestamp != nil
+}
+
+// Terminating says the resource's definition has the Terminating condition (its objects are
+// being removed): discovery lists only the verbs that remove them.
+func (r *Resource) Terminating() bool {
+	if r.CRD == nil {
+		return false
+	}
+	for _, c := range r.CRD.Status.Conditions {
+		if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // GroupVersionKind returns the resource's GVK.
 func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
 	return r.GroupVersion.WithKind(r.Kind)
@@ -169,12 +209,25 @@ type Behavior interface {
 	// SelectableFields returns the fields a field selector can match on, beyond metadata.name and
 	// metadata.namespace (which every resource has).
 	SelectableFields(obj *unstructured.Unstructured) fields.Set
+	// CheckFit says what Normalize would report about obj without changing it (a server-side
+	// apply's configuration is checked, never stored as it is).
+	CheckFit(obj *unstructured.Unstructured) (unknownFields []string, err error)
+	// AdmitDelete runs admission for a delete of obj: kube-apiserver admits every delete of a
+	// stored object.
+	AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error
 }
 
-// FitChecker is a Behavior that can say what Normalize would report about an object without
-// rewriting it (a server-side apply's configuration is checked, never stored as it is).
-type FitChecker interface {
-	CheckFit(obj *unstructured.Unstructured) (unknownFields []string, err error)
+// TypedBehavior is the part of a built-in type's Behavior that takes and gives its Go objects
+// along the write path, sparing conversions between the unstructured pipeline and the Go types,
+// which are a large part of a write's CPU.
+type TypedBehavior interface {
+	// DefaultTyped is Default, returning the Go object u's content is now made from (nil if
+	// none), metadata excepted.
+	DefaultTyped(u *unstructured.Unstructured) runtime.Object
+	// BeforeUpdateTyped is BeforeUpdate given typed, DefaultTyped's object for obj (its
+	// metadata is taken from obj), and oldTyped, old's Go object whole; either may be nil and
+	// both become the behavior's. It returns the Go object obj now is, or nil.
+	BeforeUpdateTyped(ctx context.Context, obj, old *unstructured.Unstructured, typed, oldTyped runtime.Object, subresource string) ([]string, runtime.Object, error)
 }
 
 type dryRunKey struct{}

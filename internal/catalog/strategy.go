@@ -51,6 +51,12 @@ func Admitted(a Admission, resource schema.GroupVersionResource, kind schema.Gro
 	return func(s *hookStrategy) { s.admission, s.resource, s.served = a, resource, kind }
 }
 
+// ValidatesStatus validates writes through the status subresource with validate instead of the
+// hooks' Validate (a custom resource's: kube checks its status against the status schema alone).
+func ValidatesStatus(validate func(obj, old *unstructured.Unstructured) field.ErrorList) StrategyOption {
+	return func(s *hookStrategy) { s.validateStatus = validate }
+}
+
 type hookStrategy struct {
 	Hooks
 	kind       schema.GroupKind
@@ -60,15 +66,19 @@ type hookStrategy struct {
 	admission Admission
 	resource  schema.GroupVersionResource
 	served    schema.GroupVersionKind
+	// validateStatus, when set, validates writes through the status subresource instead of
+	// the hooks' Validate.
+	validateStatus func(obj, old *unstructured.Unstructured) field.ErrorList
 }
 
-// DefaultsOnRead forwards the hooks' answer (see objects: reads may default).
-func (s *hookStrategy) DefaultsOnRead() bool {
-	d, ok := s.Hooks.(interface{ DefaultsOnRead() bool })
-	return ok && d.DefaultsOnRead()
+var _ Behavior = (*hookStrategy)(nil)
+
+// CheckFit is Normalize of a copy of obj.
+func (s *hookStrategy) CheckFit(obj *unstructured.Unstructured) ([]string, error) {
+	return s.Normalize(obj.DeepCopy())
 }
 
-// AdmitDelete implements DeleteAdmitter.
+// AdmitDelete runs the admission chain the strategy was given (none: nothing to admit).
 func (s *hookStrategy) AdmitDelete(ctx context.Context, obj *unstructured.Unstructured, options *metav1.DeleteOptions) error {
 	return s.admission.AdmitDelete(ctx, obj, s.served, s.resource, options)
 }
@@ -106,8 +116,8 @@ func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.
 	errs := validation.ValidateObjectMetaAccessorUpdate(obj, old, field.NewPath("metadata"))
 	errs = append(errs, validation.ValidateObjectMetaAccessor(obj, s.namespaced, s.nameRule, field.NewPath("metadata"))...)
 	errs = append(errs, finalizersWhileDeleting(obj, old)...)
-	if sv, ok := s.Hooks.(StatusValidator); ok && subresource == "status" {
-		errs = append(errs, sv.ValidateStatus(obj, old)...)
+	if s.validateStatus != nil && subresource == "status" {
+		errs = append(errs, s.validateStatus(obj, old)...)
 	} else {
 		errs = append(errs, s.Validate(obj, old)...)
 	}
@@ -116,12 +126,6 @@ func (s *hookStrategy) BeforeUpdate(ctx context.Context, obj, old *unstructured.
 	}
 	err := s.admission.Validate(ctx, attrs)
 	return w, err
-}
-
-// StatusValidator is implemented by hooks that validate a status subresource write apart (a
-// custom resource's: kube checks its status against the status schema alone).
-type StatusValidator interface {
-	ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList
 }
 
 func finalizersWhileDeleting(obj, old *unstructured.Unstructured) field.ErrorList {

@@ -13,7 +13,7 @@ func (r *Resource) Verbs() []string {
 	switch {
 	case r.ResourceVerbs != nil:
 		return r.ResourceVerbs
-	case r.CRD != nil:
+	case r.ServedByAPIExtensions:
 		return crdVerbs
 	}
 	return builtinVerbs

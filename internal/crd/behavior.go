@@ -22,6 +22,8 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
 // customBehavior is the catalog.Behavior of one served version of a custom resource.
@@ -134,6 +136,8 @@ func (b *customBehavior) Default(obj *unstructured.Unstructured) {
 	}
 }
 
+var _ catalog.Hooks = (*customBehavior)(nil)
+
 // DefaultsOnRead: objects are defaulted when read, so a stored object may change on reading —
 // only when the schema has defaults; otherwise reads serve the stored bytes as they are.
 func (b *customBehavior) DefaultsOnRead() bool { return b.defaults }
@@ -174,17 +178,19 @@ func hasDefaults(s *structuralschema.Structural) bool {
 // kube's custom resource strategy does: on update, errors in values the update leaves unchanged
 // (where the old object correlates) are ratcheted — schema, CEL rules and list types alike.
 func (b *customBehavior) Validate(obj, old *unstructured.Unstructured) field.ErrorList {
-	return b.validate(obj, old, false)
+	return b.validate(obj, old, "")
 }
 
 // ValidateStatus is Validate for a write through the status subresource: kube checks the
 // status against the schema's status property alone, and of the scale's values only those in
 // the status.
 func (b *customBehavior) ValidateStatus(obj, old *unstructured.Unstructured) field.ErrorList {
-	return b.validate(obj, old, true)
+	return b.validate(obj, old, "status")
 }
 
-func (b *customBehavior) validate(obj, old *unstructured.Unstructured, status bool) field.ErrorList {
+// validate is Validate of a write through subresource ("" or "status").
+func (b *customBehavior) validate(obj, old *unstructured.Unstructured, subresource string) field.ErrorList {
+	status := subresource == "status"
 	scaleErrs := func() field.ErrorList {
 		if status {
 			return validateScaleStatus(obj, b.scale)

@@ -359,14 +359,18 @@ func (c *Controller) resources(crd *apiextensionsv1.CustomResourceDefinition) []
 			StorageVersion:                 storageGV,
 			HasStatus:                      behavior.hasStatus,
 			RequireResourceVersionOnUpdate: true,
+			Unstructured:                   true,
+			ServedByAPIExtensions:          true,
 			SpecTracksGeneration:           true,
 			Behavior: catalog.Strategy(behavior, schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
 				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, apivalidation.NameIsDNSSubdomain,
 				catalog.Admitted(catalog.Admission{Chain: c.admission, Objects: admitted},
 					schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural},
-					schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind})),
-			CRD:        crd,
-			CRDVersion: v,
+					schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}),
+				catalog.ValidatesStatus(behavior.ValidateStatus)),
+			DefaultsOnRead: behavior.DefaultsOnRead(),
+			CRD:            crd,
+			CRDVersion:     v,
 		}
 		if conv != nil {
 			r.Conversion = conv.storageConversion(r.GroupVersion, storageGV)

@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
@@ -132,7 +130,7 @@ func groupResources(all []*catalog.Resource) []*groupInfo {
 			groups = append(groups, g)
 			custom[gv.Group] = true
 		}
-		if r.CRD == nil {
+		if !r.ServedByAPIExtensions {
 			custom[gv.Group] = false
 		}
 		v := byGV[gv]
@@ -161,7 +159,7 @@ func groupResources(all []*catalog.Resource) []*groupInfo {
 func builtinStorageVersions(all []*catalog.Resource) map[schema.GroupResource]schema.GroupVersionKind {
 	out := map[schema.GroupResource]schema.GroupVersionKind{}
 	for _, r := range all {
-		if r.CRD != nil || r.StorageGroupResource.Empty() {
+		if r.ServedByAPIExtensions || r.StorageGroupResource.Empty() {
 			continue
 		}
 		if _, seen := out[r.StorageGroupResource]; !seen {
@@ -186,11 +184,11 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	// version"); the apiextensions controller fills them in for custom resources.
 	kind := &metav1.GroupVersionKind{Kind: r.Kind}
 	verbs := r.Verbs()
-	if r.CRD != nil {
+	if r.ServedByAPIExtensions {
 		kind.Group, kind.Version = r.GroupVersion.Group, r.GroupVersion.Version
-		if crdTerminating(r.CRD) {
-			verbs = terminatingVerbs
-		}
+	}
+	if r.Terminating() {
+		verbs = terminatingVerbs
 	}
 
 	main := metav1.APIResource{
@@ -226,7 +224,7 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 	scale := sub{"scale", metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, r.SubresourceVerbs("scale")}
 	switch {
 	case r.Subresources != nil:
-	case r.CRD != nil: // the apiextensions controller lists status before scale
+	case r.ServedByAPIExtensions: // the apiextensions controller lists status before scale
 		if r.HasStatus {
 			subs = append(subs, status)
 		}
@@ -255,15 +253,6 @@ func describe(r *catalog.Resource, storage map[schema.GroupResource]schema.Group
 		})
 	}
 	return legacy, aggregated
-}
-
-func crdTerminating(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // storageVersionHash is kube's hash of the group/version/kind objects are stored as: the first 8

@@ -70,7 +70,7 @@ func setWidgets(cat *catalog.Catalog) {
 			Name: "widgets", Kind: "Widget", ListKind: "WidgetList", Singular: "widget", Namespaced: true,
 			ShortNames: []string{"wd"}, Categories: []string{"all"}, HasStatus: true,
 			StorageGroupResource: schema.GroupResource{Group: "example.com", Resource: "widgets"},
-			CRD:                  crd, CRDVersion: v}
+			Unstructured:         true, ServedByAPIExtensions: true, CRD: crd, CRDVersion: v}
 	}
 	alpha, beta := widget(0), widget(1)
 	beta.Scale = &catalog.ScaleSubresource{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"}

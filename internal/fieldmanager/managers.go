@@ -64,7 +64,7 @@ func NewManagers() *Managers {
 // as kube-apiserver's field manager sees it (fields every new object has are nobody's).
 func (m *Managers) Empty(r *catalog.Resource) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
-	if r.CRD == nil {
+	if !r.Unstructured {
 		if obj, err := m.typed.New(r.GroupVersionKind()); err == nil {
 			if content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
 				u.Object = content
@@ -132,7 +132,7 @@ func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfield
 	// the hub: merged objects come back at the version the request was made at.
 	hub := r.GroupVersion
 	reset := resetFields(r, subresource)
-	if r.CRD == nil {
+	if !r.Unstructured {
 		return managedfields.NewDefaultFieldManager(m.builtinTypesOf(r), objects, objects, objects, gvk, hub, subresource, reset)
 	}
 	types, err := customTypes(r)
@@ -147,7 +147,7 @@ func (m *Managers) build(r *catalog.Resource, subresource string) (*managedfield
 // FieldManager is made on each call, for one request (making one costs little: the schemas
 // are shared).
 func (m *Managers) ForDefaulter(r *catalog.Resource, subresource string, d runtime.ObjectDefaulter) (*managedfields.FieldManager, error) {
-	if r.CRD != nil {
+	if r.Unstructured {
 		return m.For(r, subresource)
 	}
 	objects := unstructuredObjects{r: r, m: m}
@@ -217,7 +217,7 @@ func crdVersions(r *catalog.Resource) []*catalog.Resource {
 // fit the resource's schema. The message is kube-apiserver's.
 func (m *Managers) CheckApplied(r *catalog.Resource, config *unstructured.Unstructured) error {
 	var types managedfields.TypeConverter
-	if r.CRD == nil {
+	if !r.Unstructured {
 		types = m.builtinTypesOf(r)
 	} else {
 		var err error

@@ -87,17 +87,19 @@ func widgets() *catalog.Resource {
 		},
 	}
 	return &catalog.Resource{
-		CRD:                  crd,
-		CRDVersion:           &crd.Spec.Versions[0],
-		GroupVersion:         schema.GroupVersion{Group: "example.com", Version: "v1"},
-		Name:                 "widgets",
-		Kind:                 "Widget",
-		ListKind:             "WidgetList",
-		Singular:             "widget",
-		Namespaced:           true,
-		StorageGroupResource: schema.GroupResource{Group: "example.com", Resource: "widgets"},
-		ReturnDeletedObject:  true,
-		Behavior:             catalog.Strategy(passthrough{}, schema.GroupKind{Group: "example.com", Kind: "Widget"}, true, nil),
+		Unstructured:          true,
+		ServedByAPIExtensions: true,
+		CRD:                   crd,
+		CRDVersion:            &crd.Spec.Versions[0],
+		GroupVersion:          schema.GroupVersion{Group: "example.com", Version: "v1"},
+		Name:                  "widgets",
+		Kind:                  "Widget",
+		ListKind:              "WidgetList",
+		Singular:              "widget",
+		Namespaced:            true,
+		StorageGroupResource:  schema.GroupResource{Group: "example.com", Resource: "widgets"},
+		ReturnDeletedObject:   true,
+		Behavior:              catalog.Strategy(passthrough{}, schema.GroupKind{Group: "example.com", Kind: "Widget"}, true, nil),
 	}
 }
 

@@ -75,13 +75,13 @@ func (h *Handler) Serve(w http.ResponseWriter, req *http.Request, info routing.R
 	if r.SubresourceVerbs(info.Subresource) == nil {
 		// As kube-apiserver: no route for built-in types; the apiextensions handler names the object.
 		err := error(ErrNoRoute)
-		if r.CRD != nil {
+		if r.ServedByAPIExtensions {
 			err = apierrors.NewNotFound(qualified(r), info.Name)
 		}
 		writeError(w, req, err)
 		return
 	}
-	if !r.Serves(info.Subresource, info.Verb) || (req.Method == http.MethodHead && r.CRD == nil) {
+	if !r.Serves(info.Subresource, info.Verb) || (req.Method == http.MethodHead && !r.ServedByAPIExtensions) {
 		// Built-in routes have no HEAD; the apiextensions handler serves it as a GET.
 		writeError(w, req, methodNotAllowed(r, info.Verb))
 		return
@@ -127,7 +127,7 @@ func (h *Handler) verb(rq *request) error {
 // the apiextensions handler names the verb for custom resources; built-in routes answer with
 // the generic method-not-allowed status.
 func methodNotAllowed(r *catalog.Resource, verb string) error {
-	if r.CRD != nil {
+	if r.ServedByAPIExtensions {
 		return apierrors.NewMethodNotSupported(qualified(r), verb)
 	}
 	return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)

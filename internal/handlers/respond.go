@@ -152,7 +152,7 @@ func (h *Handler) writeStored(rq *request, code int, mediaType string, raw []byt
 // writeList answers with a list of the resource's objects, items in JSON, in mediaType.
 func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1.ListMeta, items [][]byte, memos []objects.Memo) {
 	auditResponseList(rq.req, func() []byte {
-		return jsonList(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items, rq.resource.CRD == nil).bytes()
+		return jsonList(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items, !rq.resource.Unstructured).bytes()
 	})
 	if mediaType == routing.Protobuf {
 		list, err := h.protobufList(rq.resource, meta, items, memos)
@@ -164,7 +164,7 @@ func (h *Handler) writeList(rq *request, code int, mediaType string, meta metav1
 		return
 	}
 	// kube's typed lists leave each item's kind and apiVersion out; custom resources' keep them.
-	list := jsonList(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items, rq.resource.CRD == nil)
+	list := jsonList(rq.resource.GroupVersion.String(), rq.resource.ListKind, meta, items, !rq.resource.Unstructured)
 	if mediaType != routing.JSON {
 		writeBodyAs(rq.w, rq.req, code, list.bytes(), mediaType)
 		return
@@ -389,7 +389,7 @@ const (
 // aside, gets go-restful's 406. Finer mismatches (an unknown `as=`) get notAcceptable.
 func checkRouteAccepts(rq *request) error {
 	accept := rq.req.Header.Get("Accept")
-	if rq.resource.CRD != nil || accept == "" {
+	if rq.resource.ServedByAPIExtensions || accept == "" {
 		return nil
 	}
 	produced := routeProduces

@@ -13,7 +13,7 @@ import (
 )
 
 func (h *Handler) create(rq *request) error {
-	if rq.info.Name != "" && rq.resource.CRD == nil {
+	if rq.info.Name != "" && !rq.resource.ServedByAPIExtensions {
 		// Built-in routes take no POST to a name; the apiextensions handler creates what the
 		// body names.
 		return methodNotAllowed(rq.resource, "create")

@@ -38,10 +38,10 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if err := s.fields.CheckApplied(r, config); err != nil {
 			return Result{}, apierrors.NewBadRequest(err.Error())
 		}
-	} else if warnings, err = s.fit(r, config, opts.WriteOptions, false); err != nil {
+	} else if warnings, err = s.checkFit(r, config, opts.WriteOptions); err != nil {
 		return Result{}, err
 	}
-	wo := opts.WriteOptions
+	wo := writePlan{WriteOptions: opts.WriteOptions}
 	var fm *managedfields.FieldManager
 	if tb, ok := typedOf(r); ok {
 		// The merge's defaulting keeps its Go object for the strategies (typedWrite).
@@ -69,7 +69,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	}
 	wo.fieldsTracked = true
 	wo.mutationReads = true // kube's field manager reads the live object, never changes it
-	if r.CRD != nil {
+	if r.Unstructured {
 		// Under Ignore unknown fields go unreported, so only Warn (nothing reported) and Strict
 		// (checked against the schema) say the configuration is clean.
 		wo.cleanMerge = len(warnings) == 0 && opts.FieldValidation != "Ignore"
@@ -80,7 +80,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 	}
 	wo.DecodeIssues = nil // reported above
 	for {
-		res, err := s.Update(ctx, r, namespace, name, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		res, err := s.update(ctx, r, namespace, name, func(live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			merged, err := merge(live)
 			if err != nil {
 				return nil, err
@@ -104,7 +104,7 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 		if config.GetResourceVersion() != "" {
 			return Result{}, apierrors.NewConflict(qualifiedResource(r), name, errors.New(registryConflictMessage))
 		}
-		res, err = s.Create(ctx, r, namespace, created, wo)
+		res, err = s.create(ctx, r, namespace, created, wo)
 		if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
 			continue // created concurrently: merge into it
 		}

@@ -79,7 +79,7 @@ func tooLargeResourceVersion(want, current int64, retrySeconds int) error {
 // rawFromEntry returns the JSON served at r's version for a cached object, reported at revision
 // rev (its own revision, or a deletion's).
 func (s *Service) rawFromEntry(r *catalog.Resource, e *watchcache.Entry, rev int64) ([]byte, error) {
-	if rev == e.ModRevision && r.Conversion == nil && !hasReadDefaults(r) && codec.HasAPIVersion(e.Value, r.GroupVersion.String()) {
+	if rev == e.ModRevision && r.Conversion == nil && !r.DefaultsOnRead && codec.HasAPIVersion(e.Value, r.GroupVersion.String()) {
 		return e.Value, nil
 	}
 	obj, err := s.objectFromEntry(r, e)

@@ -79,10 +79,8 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		if err := checkPreconditions(r, obj, opts.Preconditions); err != nil {
 			return DeleteResult{}, err
 		}
-		if a, ok := r.Behavior.(catalog.DeleteAdmitter); ok {
-			if err := a.AdmitDelete(catalog.WithDryRun(ctx, opts.DryRun), obj, opts.kube()); err != nil {
-				return DeleteResult{}, err
-			}
+		if err := r.Behavior.AdmitDelete(catalog.WithDryRun(ctx, opts.DryRun), obj, opts.kube()); err != nil {
+			return DeleteResult{}, err
 		}
 		graceful := false
 		if r.GracefulDelete != nil {

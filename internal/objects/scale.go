@@ -50,10 +50,9 @@ func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespac
 	if err != nil {
 		return Result{}, apierrors.NewInternalError(err)
 	}
-	wo := opts
-	wo.fieldsTracked = true
+	wo := writePlan{WriteOptions: opts, fieldsTracked: true}
 	wo.Subresource = ""
-	res, err := s.Update(ctx, r, namespace, name, func(parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	res, err := s.update(ctx, r, namespace, name, func(parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		handler := managedfields.NewScaleHandler(parent.GetManagedFields(), r.GroupVersion, replicasPaths(r))
 		current, err := scaleOf(r, parent)
 		if err != nil {

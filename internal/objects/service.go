@@ -98,8 +98,7 @@ func (s *Service) present(r *catalog.Resource, obj *unstructured.Unstructured) (
 	} else {
 		obj.SetAPIVersion(r.GroupVersion.String())
 	}
-	if hasReadDefaults(r) {
-		// Defaults apply on read too, so objects stored before a default existed gain it.
+	if r.DefaultsOnRead {
 		r.Behavior.Default(obj)
 	}
 	return obj, nil
@@ -108,7 +107,7 @@ func (s *Service) present(r *catalog.Resource, obj *unstructured.Unstructured) (
 // RawFromStorage returns a stored value as the JSON served at r's version, splicing in the
 // resourceVersion without decoding when the stored version is the served one.
 func (s *Service) rawFromStorage(r *catalog.Resource, kv storage.KeyValue) ([]byte, error) {
-	if r.Conversion == nil && !hasReadDefaults(r) {
+	if r.Conversion == nil && !r.DefaultsOnRead {
 		if out, ok := codec.WithResourceVersion(kv.Value, kv.ModRevision, r.GroupVersion.String()); ok {
 			return out, nil
 		}
@@ -118,14 +117,6 @@ func (s *Service) rawFromStorage(r *catalog.Resource, kv storage.KeyValue) ([]by
 		return nil, err
 	}
 	return obj.MarshalJSON()
-}
-
-// hasReadDefaults reports whether reading may change an object: custom resources whose schema
-// has defaults are defaulted on read, as kube-apiserver does.
-func hasReadDefaults(r *catalog.Resource) bool {
-	type readDefaulter interface{ DefaultsOnRead() bool }
-	d, ok := r.Behavior.(readDefaulter)
-	return ok && d.DefaultsOnRead()
 }
 
 // toStorage encodes obj as stored; its errors are API errors.

@@ -1,7 +1,6 @@
 package objects
 
 import (
-	"context"
 	"strconv"
 	"sync"
 
@@ -12,23 +11,9 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
-// typedBehavior is a Behavior that works on Go objects (catalog/kube's built-in types) and
-// can take and give them along the write path, sparing conversions between the unstructured
-// pipeline and the Go types, which are a large part of a write's CPU.
-type typedBehavior interface {
-	// DefaultTyped is Default, returning the Go object u's content is now made from (nil if
-	// none), metadata excepted.
-	DefaultTyped(u *unstructured.Unstructured) runtime.Object
-	// BeforeUpdateTyped is BeforeUpdate given typed, DefaultTyped's object for obj (its
-	// metadata is taken from obj), and oldTyped, old's Go object whole; either may be nil and
-	// both become the behavior's. It returns the Go object obj now is, or nil.
-	BeforeUpdateTyped(ctx context.Context, obj, old *unstructured.Unstructured, typed, oldTyped runtime.Object, subresource string) ([]string, runtime.Object, error)
-}
-
-// typedOf returns r's Behavior as a typedBehavior, if it is one.
-func typedOf(r *catalog.Resource) (typedBehavior, bool) {
-	t, ok := r.Behavior.(typedBehavior)
-	return t, ok && r.CRD == nil
+// typedOf returns r's TypedBehavior, if its objects have Go types.
+func typedOf(r *catalog.Resource) (catalog.TypedBehavior, bool) {
+	return r.TypedBehavior, r.TypedBehavior != nil
 }
 
 // typedWrite carries an update's Go objects between the steps of one request.

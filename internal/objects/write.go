@@ -26,7 +26,8 @@ import (
 	"github.com/lapis-dev/lapis/internal/storage/codec"
 )
 
-// WriteOptions are the query parameters and request facts that shape a write.
+// WriteOptions are what a write request asked: its query parameters and the facts of its
+// body. What the pipeline decides about a write on its way is writePlan's.
 type WriteOptions struct {
 	DryRun bool
 	// FieldValidation is Strict, Warn or Ignore; empty means Warn, kube-apiserver's default.
@@ -36,6 +37,21 @@ type WriteOptions struct {
 	// PatchValue is, for a patch, what kube-apiserver names as the invalid "patch" when the
 	// patched object does not decode or fails strict field validation (computed only then).
 	PatchValue func() string
+	// AuthorizeCreate, when set, must allow a create before it is stored: a write that creates
+	// what did not exist (server-side apply) is authorized as a create too, where kube-apiserver
+	// asks, after the object's validation.
+	AuthorizeCreate func(ctx context.Context) error
+	// Manager is the field manager recorded in managedFields for this write.
+	Manager string
+	// Subresource is "status" for writes through the status subresource, "finalize" for a
+	// namespace's finalize subresource (the mutation alone decides what changes).
+	Subresource string
+}
+
+// writePlan is a write as the pipeline carries it through its steps: what the request asked,
+// and what the pipeline decided on the way (no request can ask for these).
+type writePlan struct {
+	WriteOptions
 	// fieldsTracked is set by Apply, whose merge has already recorded managedFields.
 	fieldsTracked bool
 	// typed carries the request's Go objects between the steps of an update (nil: none).
@@ -47,19 +63,8 @@ type WriteOptions struct {
 	// resource's configuration fit its schema; a built-in object's decoded into its Go type, and
 	// the field manager's merge of it has been defaulted through that type.
 	cleanMerge bool
-	// AuthorizeCreate, when set, must allow a create before it is stored: a write that creates
-	// what did not exist (server-side apply) is authorized as a create too, where kube-apiserver
-	// asks, after the object's validation.
-	AuthorizeCreate func(ctx context.Context) error
-	// Manager is the field manager recorded in managedFields for this write.
-	Manager string
-	// Subresource is "status" for writes through the status subresource, "finalize" for a
-	// namespace's finalize subresource (the mutation alone decides what changes).
-	Subresource string
-	// Direct writes the mutation's result as it is, as kube's registry does where it updates
-	// storage itself (pods/binding, an eviction's DisruptionTarget condition): no strategy, no
-	// admission, no field tracking.
-	Direct bool
+	// direct writes the mutation's result as it is (UpdateDirect).
+	direct bool
 }
 
 // Result is the outcome of a write.
@@ -78,11 +83,15 @@ const maxGenerateNameAttempts = 8
 
 // defaulted says the object written is a server-side apply's merge of a built-in object, which
 // the field manager has defaulted.
-func (o WriteOptions) defaulted(r *catalog.Resource) bool { return o.cleanMerge && r.CRD == nil }
+func (o writePlan) defaulted(r *catalog.Resource) bool { return o.cleanMerge && !r.Unstructured }
 
 // Create stores a new object in namespace (ignored for cluster-scoped resources).
 func (s *Service) Create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts WriteOptions) (Result, error) {
-	if r.CRD != nil && r.CRD.DeletionTimestamp != nil {
+	return s.create(ctx, r, namespace, obj, writePlan{WriteOptions: opts})
+}
+
+func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace string, obj *unstructured.Unstructured, opts writePlan) (Result, error) {
+	if r.Deleting() {
 		return Result{}, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
 			Reason: metav1.StatusReasonMethodNotAllowed, Message: "create not allowed while custom resource definition is terminating"}}
 	}
@@ -174,13 +183,31 @@ func servedAsStored(r *catalog.Resource, value []byte, rev int64) []byte {
 }
 
 // normalize brings obj to its type's form and applies fieldValidation to what did not fit.
-func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions) ([]string, error) {
-	return s.fit(r, obj, opts, true)
+func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured, opts writePlan) ([]string, error) {
+	if err := checkKind(r, obj); err != nil {
+		return nil, err
+	}
+	if opts.cleanMerge {
+		// A merge of a stored object and an applied configuration that both fit the schema
+		// fits it too: pruning or decoding would find nothing.
+		return nil, nil
+	}
+	unknown, err := r.Behavior.Normalize(obj)
+	return fieldIssues(r, unknown, err, opts.WriteOptions)
 }
 
-// fit is normalize; with rewrite false it only reports, and obj must already name its kind
-// and apiVersion (it is not changed).
-func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions, rewrite bool) ([]string, error) {
+// checkFit is normalize that only reports: obj must already name its kind and apiVersion, and
+// it is not changed.
+func (s *Service) checkFit(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions) ([]string, error) {
+	if err := checkKind(r, obj); err != nil {
+		return nil, err
+	}
+	unknown, err := r.Behavior.CheckFit(obj)
+	return fieldIssues(r, unknown, err, opts)
+}
+
+// checkKind fills in obj's kind and apiVersion when it names none, and refuses another's.
+func checkKind(r *catalog.Resource, obj *unstructured.Unstructured) error {
 	gvk := r.GroupVersionKind()
 	if obj.GetKind() == "" {
 		obj.SetKind(gvk.Kind)
@@ -188,34 +215,26 @@ func (s *Service) fit(r *catalog.Resource, obj *unstructured.Unstructured, opts 
 	if obj.GetAPIVersion() == "" {
 		obj.SetAPIVersion(r.GroupVersion.String())
 	}
-	if obj.GetKind() != gvk.Kind && r.CRD == nil {
+	if obj.GetKind() != gvk.Kind && !r.Unstructured {
 		// kube decodes a built-in body into the Go type it names, then fails to convert that.
 		version := obj.GroupVersionKind().Version
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
 			obj.GetKind(), version, gvk.Kind, version, obj.GetKind(), internalPackage(gvk.Group), gvk.Kind))
 	}
 	if obj.GetAPIVersion() != r.GroupVersion.String() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", obj.GetAPIVersion(), r.GroupVersion.String()))
 	}
 	if obj.GetKind() != gvk.Kind {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: obj.GetKind()}, obj.GetName(), field.ErrorList{
+		return apierrors.NewInvalid(schema.GroupKind{Group: gvk.Group, Kind: obj.GetKind()}, obj.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("kind"), obj.GetKind(), "must be "+gvk.Kind)})
 	}
-	if opts.cleanMerge {
-		// A merge of a stored object and an applied configuration that both fit the schema
-		// fits it too: pruning or decoding would find nothing.
-		return nil, nil
-	}
-	var unknown []string
-	var err error
-	if checker, ok := r.Behavior.(catalog.FitChecker); ok && !rewrite {
-		unknown, err = checker.CheckFit(obj)
-	} else {
-		if !rewrite {
-			obj = obj.DeepCopy()
-		}
-		unknown, err = r.Behavior.Normalize(obj)
-	}
+	return nil
+}
+
+// fieldIssues is the answer fieldValidation gives to what fitting an object to its type found:
+// the error of a body that does not decode, the unknown fields and the body's decoding issues.
+func fieldIssues(r *catalog.Resource, unknown []string, err error, opts WriteOptions) ([]string, error) {
+	gvk := r.GroupVersionKind()
 	if err != nil {
 		if opts.PatchValue != nil { // kube's patch handler decodes the patched object itself
 			return nil, invalidPatch(opts.PatchValue(), err.Error())
@@ -351,7 +370,7 @@ func raceError(ctx context.Context, err error, precondition bool) error {
 // withoutManagedFields is kube-apiserver's answer to an object too large for storage: unless
 // the write is an apply, drop its managedFields (which can be large) and store it again. It
 // returns the smaller value when that is worth trying.
-func (s *Service) withoutManagedFields(r *catalog.Resource, obj *unstructured.Unstructured, opts WriteOptions, err error) (bool, []byte) {
+func (s *Service) withoutManagedFields(r *catalog.Resource, obj *unstructured.Unstructured, opts writePlan, err error) (bool, []byte) {
 	if !errors.Is(err, storage.ErrTooLarge) || opts.fieldsTracked || len(obj.GetManagedFields()) == 0 {
 		return false, nil
 	}
@@ -370,6 +389,17 @@ func retryConflict(ctx context.Context, err error, precondition bool) bool {
 // Update writes the result of mutate over the current object, retrying on a concurrent write
 // unless the result names the resourceVersion it expects.
 func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, name string, mutate Mutation, opts WriteOptions) (Result, error) {
+	return s.update(ctx, r, namespace, name, mutate, writePlan{WriteOptions: opts})
+}
+
+// UpdateDirect is Update writing the mutation's result as it is, as kube's registry does where
+// it updates storage itself (pods/binding, an eviction's DisruptionTarget condition): no
+// strategy, no admission, no field tracking.
+func (s *Service) UpdateDirect(ctx context.Context, r *catalog.Resource, namespace, name string, mutate Mutation, opts WriteOptions) (Result, error) {
+	return s.update(ctx, r, namespace, name, mutate, writePlan{WriteOptions: opts, direct: true})
+}
+
+func (s *Service) update(ctx context.Context, r *catalog.Resource, namespace, name string, mutate Mutation, opts writePlan) (Result, error) {
 	if !r.Namespaced {
 		namespace = ""
 	}
@@ -458,8 +488,8 @@ func (s *Service) Update(ctx context.Context, r *catalog.Resource, namespace, na
 // prepareUpdate runs the update half of the pipeline on obj, given the current object old (and
 // its Go object when the service kept it). It returns obj's Go object when the behavior made
 // one that the service may keep.
-func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, oldTyped runtime.Object, opts WriteOptions) (Result, catalog.Allocation, runtime.Object, error) {
-	if r.CRD == nil {
+func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namespace, name string, obj, old *unstructured.Unstructured, oldTyped runtime.Object, opts writePlan) (Result, catalog.Allocation, runtime.Object, error) {
+	if !r.Unstructured {
 		// kube-apiserver decodes built-in objects into Go types, where `managedFields: []` is an
 		// empty, non-nil list: the field manager takes it as a reset, as it does [{}]. (Custom
 		// resources stay unstructured there, and [] leaves their managedFields alone.)
@@ -497,7 +527,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 	if r.Allocator != nil {
 		typed = nil
 	}
-	if opts.Direct {
+	if opts.direct {
 		carryUpdateMeta(r, obj, old)
 		return Result{Warnings: warnings}, catalog.NoAllocation{}, nil, nil
 	}
@@ -524,7 +554,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 		alloc.Finish(ctx, false)
 		return Result{Warnings: append(warnings, strategyWarnings...)}, nil, nil, err
 	}
-	if r.Conversion != nil || hasReadDefaults(r) {
+	if r.Conversion != nil || r.DefaultsOnRead {
 		written = nil // reads of it are not obj as it is
 	}
 	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, written, nil
@@ -532,7 +562,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 
 // trackFields records the write in managedFields: the fields obj changed relative to live (nil
 // on create) become the writer's. As in kube-apiserver, a failure here never fails the write.
-func (s *Service) trackFields(r *catalog.Resource, live, obj *unstructured.Unstructured, opts WriteOptions) (*unstructured.Unstructured, error) {
+func (s *Service) trackFields(r *catalog.Resource, live, obj *unstructured.Unstructured, opts writePlan) (*unstructured.Unstructured, error) {
 	if opts.fieldsTracked || opts.Subresource == "finalize" {
 		return obj, nil
 	}

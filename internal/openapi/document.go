@@ -28,7 +28,7 @@ func assemble(f flavour, rs []*catalog.Resource) ([]route, map[string]spec.Schem
 	var routes []route
 	for _, r := range rs {
 		var kindModel, listModel string
-		if r.CRD == nil {
+		if !r.Unstructured {
 			kindModel, listModel = builtinModel(r.GroupVersion, r.Kind), builtinModel(r.GroupVersion, listKind(r))
 		}
 		if kindModel == "" {
@@ -96,23 +96,29 @@ func buildV2(rs []*catalog.Resource) *spec.Swagger {
 			item.Parameters = append(item.Parameters, p.v2())
 		}
 		for _, o := range rt.ops {
-			op := o.v2()
-			switch o.method {
-			case "get":
-				item.Get = op
-			case "put":
-				item.Put = op
-			case "post":
-				item.Post = op
-			case "delete":
-				item.Delete = op
-			case "patch":
-				item.Patch = op
-			}
+			*byMethod(o.method, &item.Get, &item.Put, &item.Post, &item.Delete, &item.Patch) = o.v2()
 		}
 		doc.Paths.Paths[rt.path] = item
 	}
 	return doc
+}
+
+// byMethod is the one of a path's operations (v2's or v3's) that method names; a method
+// without one gets a place that is not in the path.
+func byMethod[Op any](method string, get, put, post, del, patch *Op) *Op {
+	switch method {
+	case "get":
+		return get
+	case "put":
+		return put
+	case "post":
+		return post
+	case "delete":
+		return del
+	case "patch":
+		return patch
+	}
+	return new(Op)
 }
 
 func (p param) v2() spec.Parameter {
@@ -179,19 +185,7 @@ func buildV3(rs []*catalog.Resource) *spec3.OpenAPI {
 			path.Parameters = append(path.Parameters, p.v3())
 		}
 		for _, o := range rt.ops {
-			op := o.v3()
-			switch o.method {
-			case "get":
-				path.Get = op
-			case "put":
-				path.Put = op
-			case "post":
-				path.Post = op
-			case "delete":
-				path.Delete = op
-			case "patch":
-				path.Patch = op
-			}
+			*byMethod(o.method, &path.Get, &path.Put, &path.Post, &path.Delete, &path.Patch) = o.v3()
 		}
 		doc.Paths.Paths[rt.path] = path
 	}

@@ -60,8 +60,8 @@ func widgets(s *apiextensionsv1.JSONSchemaProps) []*catalog.Resource {
 	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v}
 	return []*catalog.Resource{{GroupVersion: schema.GroupVersion{Group: "example.com", Version: "v1"}, Name: "widgets",
 		Kind: "Widget", ListKind: "WidgetList", Singular: "widget", Namespaced: true, HasStatus: true,
-		Scale: &catalog.ScaleSubresource{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
-		CRD:   crd, CRDVersion: &crd.Spec.Versions[0]}}
+		Scale:        &catalog.ScaleSubresource{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+		Unstructured: true, ServedByAPIExtensions: true, CRD: crd, CRDVersion: &crd.Spec.Versions[0]}}
 }
 
 func widgetSchema(sizeType string) *apiextensionsv1.JSONSchemaProps {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -104,8 +105,8 @@ func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
 		group, prefix = "core", "/api/"+gv.Version
 	}
 	group = strings.TrimSuffix(group, ".k8s.io")
-	b.opPrefix = operationID(group, true) + operationID(gv.Version, true)
-	b.tag = operationID(group, false) + "_" + operationID(gv.Version, false)
+	b.opPrefix = operationID(group) + operationID(gv.Version)
+	b.tag = camelCase(group) + "_" + camelCase(gv.Version)
 
 	var out []route
 	scope, collection := "", prefix+"/"+r.Name
@@ -114,18 +115,18 @@ func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
 			ops: []operation{b.list(listModel, r.Kind+"ForAllNamespaces")}})
 		scope, collection = "Namespaced", prefix+"/namespaces/{namespace}/"+r.Name
 	}
-	params := func(name bool) []param {
-		var ps []param
-		if name {
-			ps = append(ps, param{name: "name", in: "path", typ: "string", required: true, description: "name of the " + r.Kind})
-		}
+	collectionParams := func() []param {
 		if r.Namespaced {
-			ps = append(ps, namespaceParam)
+			return []param{namespaceParam, prettyParam}
 		}
-		return append(ps, prettyParam)
+		return []param{prettyParam}
+	}
+	objectParams := func() []param {
+		name := param{name: "name", in: "path", typ: "string", required: true, description: "name of the " + r.Kind}
+		return append([]param{name}, collectionParams()...)
 	}
 
-	out = append(out, route{path: collection, params: params(false), ops: []operation{
+	out = append(out, route{path: collection, params: collectionParams(), ops: []operation{
 		b.list(listModel, scope+r.Kind),
 		b.op("post", "create", "post", scope+r.Kind, "create"+article(r.Kind)+r.Kind, kindModel,
 			response{200, "OK", kindModel}, response{201, "Created", kindModel}, response{202, "Accepted", kindModel}),
@@ -133,7 +134,7 @@ func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
 			response{200, "OK", statusModel}),
 	}})
 	object := collection + "/{name}"
-	out = append(out, route{path: object, params: params(true), ops: []operation{
+	out = append(out, route{path: object, params: objectParams(), ops: []operation{
 		b.op("get", "read", "get", scope+r.Kind, "read the specified "+r.Kind, "", response{200, "OK", kindModel}),
 		b.op("put", "replace", "put", scope+r.Kind, "replace the specified "+r.Kind, kindModel,
 			response{200, "OK", kindModel}, response{201, "Created", kindModel}),
@@ -143,14 +144,14 @@ func resourceRoutes(r *catalog.Resource, kindModel, listModel string) []route {
 			response{200, "OK", kindModel}, response{201, "Created", kindModel}),
 	}})
 	if r.HasStatus {
-		out = append(out, b.subresource(object, "status", scope+r.Kind+"Status", kindModel, params(true)))
+		out = append(out, b.subresource(object, "status", scope+r.Kind+"Status", kindModel, objectParams()))
 	}
 	if r.Scale != nil {
 		sb := b
-		if r.CRD == nil { // built-in scale endpoints are described as autoscaling/v1 Scale
+		if !r.ServedByAPIExtensions { // built-in scale endpoints are described as autoscaling/v1 Scale
 			sb.gvk = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 		}
-		out = append(out, sb.subresource(object, "scale", scope+r.Kind+"Scale", scaleModel, params(true)))
+		out = append(out, sb.subresource(object, "scale", scope+r.Kind+"Scale", scaleModel, objectParams()))
 	}
 	return servedOnly(r, out)
 }
@@ -222,7 +223,7 @@ func (b routeBuilder) op(method, verb, action, name, description, body string, r
 		o.bodyRequired, o.consumes = true, anyConsumes
 	case "patch":
 		o.bodyRequired, o.consumes = true, patchConsumes
-		if b.r.CRD == nil {
+		if !b.r.Unstructured { // strategic merge patches need Go types
 			o.consumes = builtinPatchConsumes
 		}
 	case "delete":
@@ -241,11 +242,11 @@ func article(noun string) string {
 	return " a "
 }
 
-// operationID makes s part of an operation ID the way kube-apiserver does: punctuation dropped,
-// the letter after it capitalised ("rbac.authorization" becomes "RbacAuthorization").
-func operationID(s string, capitalizeFirst bool) string {
+// camelCase makes s part of an operation's tag the way kube-apiserver does: punctuation
+// dropped, the letter after it capitalised ("rbac.authorization" becomes "rbacAuthorization").
+func camelCase(s string) string {
 	var sb strings.Builder
-	capitalize := capitalizeFirst
+	capitalize := false
 	for i, r := range s {
 		if unicode.IsLetter(r) || r == '_' || (i != 0 && unicode.IsDigit(r)) {
 			if capitalize {
@@ -258,4 +259,15 @@ func operationID(s string, capitalizeFirst bool) string {
 		}
 	}
 	return sb.String()
+}
+
+// operationID makes s part of an operation ID the way kube-apiserver does: camelCase with the
+// first letter capitalised too ("rbac.authorization" becomes "RbacAuthorization").
+func operationID(s string) string {
+	c := camelCase(s)
+	first, size := utf8.DecodeRuneInString(c)
+	if size == 0 {
+		return c
+	}
+	return string(unicode.ToUpper(first)) + c[size:]
 }

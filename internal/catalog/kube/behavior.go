@@ -27,6 +27,11 @@ type behavior struct {
 	internal schema.GroupVersionKind
 }
 
+var (
+	_ catalog.Behavior      = (*behavior)(nil)
+	_ catalog.TypedBehavior = (*behavior)(nil)
+)
+
 func newBehavior(t *Type) *behavior {
 	gv := t.Resource.GroupVersion()
 	return &behavior{
@@ -50,7 +55,7 @@ func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
 	return unknown, typedToUnstructured(u, obj, b.served)
 }
 
-// CheckFit is Normalize without rewriting u (catalog.FitChecker).
+// CheckFit is Normalize without rewriting u.
 func (b *behavior) CheckFit(u *unstructured.Unstructured) ([]string, error) {
 	obj, err := scheme().New(b.served)
 	if err != nil {
@@ -70,7 +75,7 @@ func (b *behavior) Default(u *unstructured.Unstructured) { b.DefaultTyped(u) }
 func (b *behavior) DefaultTyped(u *unstructured.Unstructured) runtime.Object {
 	managed, restore := setManagedFieldsAside(u)
 	defer restore()
-	internal, err := b.toInternal(managed, true)
+	internal, err := b.defaultedInternal(managed)
 	if err != nil {
 		return nil // Normalize has refused objects that do not fit the type
 	}
@@ -127,7 +132,7 @@ func shallowWith(m map[string]any, key string, value any) map[string]any {
 // BeforeCreate runs kube's rest.BeforeCreate with the type's strategy.
 func (b *behavior) BeforeCreate(ctx context.Context, u *unstructured.Unstructured) (_ []string, err error) {
 	defer contain(&err)
-	obj, err := b.toInternal(u, false)
+	obj, err := b.toInternal(u)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +182,7 @@ func (b *behavior) BeforeUpdateTyped(ctx context.Context, u, old *unstructured.U
 	if oldTyped != nil {
 		oldObj, err = b.convert(oldTyped, b.internal)
 	} else {
-		oldObj, err = b.toInternal(old, false)
+		oldObj, err = b.toInternal(old)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -204,15 +209,15 @@ func (b *behavior) BeforeUpdateTyped(ctx context.Context, u, old *unstructured.U
 // internalOf is u at the internal version, converted from typed with u's metadata when given.
 func (b *behavior) internalOf(u *unstructured.Unstructured, typed runtime.Object) (runtime.Object, error) {
 	if typed == nil {
-		return b.toInternal(u, false)
+		return b.toInternal(u)
 	}
 	accessor, ok := typed.(metav1.ObjectMetaAccessor)
 	if !ok {
-		return b.toInternal(u, false)
+		return b.toInternal(u)
 	}
 	objectMeta, ok := accessor.GetObjectMeta().(*metav1.ObjectMeta)
 	if !ok {
-		return b.toInternal(u, false)
+		return b.toInternal(u)
 	}
 	var m metav1.ObjectMeta
 	if content, _ := u.Object["metadata"].(map[string]any); content != nil {
@@ -227,14 +232,7 @@ func (b *behavior) internalOf(u *unstructured.Unstructured, typed runtime.Object
 
 // convert converts a Go object of the type to the version of gvk.
 func (b *behavior) convert(obj runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
-	out, err := scheme().New(gvk)
-	if err != nil {
-		return nil, err
-	}
-	if err := scheme().Convert(obj, out, nil); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return convertTo(scheme(), obj, gvk)
 }
 
 // checkWrite asks Deps.CheckWrite about a write of the resource itself.
@@ -245,10 +243,10 @@ func (b *behavior) checkWrite(ctx context.Context, obj, old runtime.Object, subr
 	return b.t.checkWrite(ctx, obj, old)
 }
 
-// AdmitDelete runs admission for a delete of u (catalog.DeleteAdmitter).
+// AdmitDelete runs admission for a delete of u.
 func (b *behavior) AdmitDelete(ctx context.Context, u *unstructured.Unstructured, options *metav1.DeleteOptions) (err error) {
 	defer contain(&err)
-	obj, err := b.toInternal(u, false)
+	obj, err := b.toInternal(u)
 	if err != nil {
 		return err
 	}
@@ -264,7 +262,7 @@ func (b *behavior) gracefulDelete(ctx context.Context, u *unstructured.Unstructu
 	if !ok {
 		return false, false, nil
 	}
-	obj, err := b.toInternal(u, false)
+	obj, err := b.toInternal(u)
 	if err != nil {
 		return false, false, err
 	}
@@ -282,7 +280,7 @@ func (b *behavior) SelectableFields(u *unstructured.Unstructured) fields.Set {
 	if b.t.attrs == nil {
 		return nil
 	}
-	obj, err := b.toInternal(u, false)
+	obj, err := b.toInternal(u)
 	if err != nil {
 		return nil
 	}
@@ -293,27 +291,50 @@ func (b *behavior) SelectableFields(u *unstructured.Unstructured) fields.Set {
 	return set
 }
 
-// toInternal converts served content to the internal version, defaulting it first if asked.
-func (b *behavior) toInternal(u *unstructured.Unstructured, withDefaults bool) (runtime.Object, error) {
-	return toInternal(scheme(), u, b.served, b.internal, withDefaults)
+// toInternal converts served content to the internal version.
+func (b *behavior) toInternal(u *unstructured.Unstructured) (runtime.Object, error) {
+	return toInternal(scheme(), u, b.served, b.internal)
 }
 
-func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, internal schema.GroupVersionKind, withDefaults bool) (runtime.Object, error) {
-	versioned, err := scheme.New(from)
+// defaultedInternal is toInternal with the served version's defaults applied first, as kube's
+// decoding of a request's object applies them.
+func (b *behavior) defaultedInternal(u *unstructured.Unstructured) (runtime.Object, error) {
+	versioned, err := decodeAt(scheme(), u, b.served)
 	if err != nil {
 		return nil, err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, versioned); err != nil {
-		return nil, err
-	}
-	if withDefaults {
-		scheme.Default(versioned)
-	}
-	out, err := scheme.New(internal)
+	scheme().Default(versioned)
+	return convertTo(scheme(), versioned, b.internal)
+}
+
+// toInternal converts content served at from to the internal version.
+func toInternal(scheme *runtime.Scheme, u *unstructured.Unstructured, from, internal schema.GroupVersionKind) (runtime.Object, error) {
+	versioned, err := decodeAt(scheme, u, from)
 	if err != nil {
 		return nil, err
 	}
-	if err := scheme.Convert(versioned, out, nil); err != nil {
+	return convertTo(scheme, versioned, internal)
+}
+
+// decodeAt is u's content as the Go object of gvk.
+func decodeAt(scheme *runtime.Scheme, u *unstructured.Unstructured, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// convertTo converts a Go object of a type to the version of gvk.
+func convertTo(scheme *runtime.Scheme, obj runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	out, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(obj, out, nil); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -404,7 +425,7 @@ func convertVersion(scheme *runtime.Scheme, internalGroup string, u *unstructure
 		return u.DeepCopy(), nil
 	}
 	internal := schema.GroupVersionKind{Group: internalGroup, Version: runtime.APIVersionInternal, Kind: from.Kind}
-	obj, err := toInternal(scheme, u, from, internal, false)
+	obj, err := toInternal(scheme, u, from, internal)
 	if err != nil {
 		return nil, err
 	}

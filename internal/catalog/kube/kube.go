@@ -127,6 +127,7 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 		ResourceVerbs:        entry.Verbs,
 		HasStatus:            row.sub["status"] != nil,
 		Behavior:             b,
+		TypedBehavior:        b,
 		Printer:              newPrinter(b, tables),
 		ResetFields:          resetFields(row),
 		FieldLabel: func(label, value string) (string, string, error) {

@@ -37,7 +37,7 @@ func newPrinter(b *behavior, tables rest.TableConvertor) *catalog.Printer {
 	return &catalog.Printer{
 		Columns: table.ColumnDefinitions,
 		Cells: func(u *unstructured.Unstructured) ([]any, error) {
-			obj, err := b.toInternal(u, false)
+			obj, err := b.toInternal(u)
 			if err != nil {
 				return nil, err
 			}
@@ -51,7 +51,7 @@ func newPrinter(b *behavior, tables rest.TableConvertor) *catalog.Printer {
 			return table.Rows[0].Cells, nil
 		},
 		Metadata: func(u *unstructured.Unstructured) (any, error) {
-			obj, err := b.toInternal(u, false)
+			obj, err := b.toInternal(u)
 			if err != nil {
 				return nil, err
 			}

@@ -45,8 +45,8 @@ func (b *binder) Serve(rq *handlers.Request) error {
 	if !ok {
 		return handlers.ErrNoRoute
 	}
-	_, err = b.objects.Update(rq.Context(), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
-		objects.WriteOptions{DryRun: len(opts.DryRun) > 0, Direct: true})
+	_, err = b.objects.UpdateDirect(rq.Context(), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
+		objects.WriteOptions{DryRun: len(opts.DryRun) > 0})
 	if err != nil {
 		return bindingError(binding, err)
 	}

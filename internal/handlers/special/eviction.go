@@ -280,7 +280,7 @@ func (e *evicter) podDisruptionBudgets(pod *api.Pod) ([]policyv1.PodDisruptionBu
 // deletes it.
 func (e *evicter) addConditionAndDeletePod(name string, options *metav1.DeleteOptions) error {
 	if len(options.DryRun) == 0 {
-		res, err := e.objects.Update(e.ctx, e.pods, e.namespace, name, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		res, err := e.objects.UpdateDirect(e.ctx, e.pods, e.namespace, name, func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			if p := options.Preconditions; p != nil {
 				if uid := p.UID; uid != nil && len(*uid) > 0 && *uid != current.GetUID() {
 					return nil, apierrors.NewConflict(schema.GroupResource{Resource: "Pod"}, current.GetName(),
@@ -305,7 +305,7 @@ func (e *evicter) addConditionAndDeletePod(name string, options *metav1.DeleteOp
 			}
 			out.SetResourceVersion("")
 			return out, nil
-		}, objects.WriteOptions{Direct: true})
+		}, objects.WriteOptions{})
 		if err != nil {
 			return err
 		}
