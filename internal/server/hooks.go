@@ -16,9 +16,6 @@ const (
 	hookAdmissionInitializer = "start-apiserver-admission-initializer"
 	// the loopback informers started and synced
 	hookStartInformers = "generic-apiserver-start-informers"
-	// FlowSchemas' Dangling condition kept (internal/controllers/apf); lapis does not queue
-	// requests by priority (kube's priority-and-fairness-filter)
-	hookAPFConfigConsumer = "priority-and-fairness-config-consumer"
 	// the stored CustomResourceDefinitions served, and followed (internal/crd)
 	hookAPIExtensionsInformers   = "start-apiextensions-informers"
 	hookAPIExtensionsControllers = "start-apiextensions-controllers"
@@ -47,7 +44,6 @@ const (
 var kubeHookOrder = []string{
 	hookAdmissionInitializer,
 	hookStartInformers,
-	hookAPFConfigConsumer,
 	hookAPIExtensionsInformers,
 	hookAPIExtensionsControllers,
 	hookCRDInformerSynced,

@@ -206,7 +206,6 @@ func (st *startup) controllers() error {
 	crds.UseWebhookConversion(st.webhooks, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, st.lb.config, noop.NewTracerProvider()))
 	s.hooks.finish(hookAPIExtensionsInformers, hookAPIExtensionsControllers, hookCRDInformerSynced)
 	go apf.Run(st.run, s.objects, s.log)
-	s.hooks.finish(hookAPFConfigConsumer)
 	// What kube-controller-manager puts in every namespace: the CA that verifies lapis (the one
 	// its kubeconfig trusts). Every replica adds its own CA to the bundle. The rest of
 	// kube-controller-manager's work runs on one replica once lapis serves (startSingletons).

@@ -394,7 +394,7 @@ func checkHealth(t *testing.T, l *lapisProc, when string, wants []healthWant) {
 
 // hooksOK is kube-apiserver's post-start hooks that lapis runs, each finished, in kube's order.
 const hooksOK = "[+]poststarthook/start-apiserver-admission-initializer ok\n[+]poststarthook/generic-apiserver-start-informers ok\n" +
-	"[+]poststarthook/priority-and-fairness-config-consumer ok\n[+]poststarthook/start-apiextensions-informers ok\n" +
+	"[+]poststarthook/start-apiextensions-informers ok\n" +
 	"[+]poststarthook/start-apiextensions-controllers ok\n[+]poststarthook/crd-informer-synced ok\n" +
 	"[+]poststarthook/start-system-namespaces-controller ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n" +
 	"[+]poststarthook/start-kube-apiserver-identity-lease-garbage-collector ok\n[+]poststarthook/start-service-ip-repair-controllers ok\n" +
