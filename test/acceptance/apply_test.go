@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // The apply tests follow the Server-Side Apply document and the two client-side apply documents
@@ -547,7 +549,7 @@ func applyAtomicToGranular(t *testing.T, l *lapisProc) {
 	l.ssaConflict(t, "manager-two", foo("{key1: changed}"), `Apply failed with 1 conflict: conflict with "manager-one": .spec.data`)
 	l.mustIn(t, strings.Replace(fooCRD, "x-kubernetes-map-type: atomic", "x-kubernetes-map-type: granular", 1), "apply", "-f", "-")
 	// manager-one keeps spec.data but no longer its keys, so another manager may change them.
-	eventually(t, 10*time.Second, "apply after the CRD change", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "apply after the CRD change", func() (bool, string) {
 		out, errOut, err := l.kubectlIn(foo("{key1: changed}"), "apply", "--server-side", "--field-manager=manager-two", "-f", "-")
 		return err == nil, out + errOut
 	})

@@ -202,27 +202,6 @@ func (l *lapisProc) do(t testing.TB, method, path, contentType, body string, tok
 	return resp.StatusCode, string(b)
 }
 
-// eventually polls cond until it reports true, failing the test if the deadline passes first;
-// cond's message says what was last seen.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	if ok, last := poll(timeout, cond); !ok {
-		t.Fatalf("%s: not true after %v; last seen: %s", what, timeout, last)
-	}
-}
-
-// poll calls cond until it reports true or timeout passes, and returns its last answer.
-func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok || time.Now().After(deadline) {
-			return ok, last
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort(t testing.TB) int {
 	t.Helper()

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -956,7 +957,7 @@ func TestSeedAPIConceptsPods(t *testing.T) {
 	}
 	// Pods need the namespace's default ServiceAccount, which a controller makes.
 	for _, ns := range namespaces {
-		eventually(t, 10*time.Second, "the default ServiceAccount of "+ns, func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, "the default ServiceAccount of "+ns, func() (bool, string) {
 			out, errOut, err := l.kubectl("get", "serviceaccount", "default", "-n", ns, "-o", "name")
 			return err == nil, out + errOut
 		})
@@ -1281,7 +1282,7 @@ func TestSeedGetAll(t *testing.T) {
 	l := seedServer(t)
 	const ns = "all"
 	l.must(t, "create", "ns", ns)
-	eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
 		out, errOut, err := l.kubectl("get", "serviceaccount", "default", "-n", ns, "-o", "name")
 		return err == nil, out + errOut
 	})
