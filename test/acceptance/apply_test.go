@@ -259,10 +259,7 @@ func TestApply(t *testing.T) {
 	l.applyCRD(t, gaugeCRD, "gauges.csa.example.com")
 
 	// Each step has its own namespace (made above), so the steps run side by side.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inParallel(t, l, []step{
 		{"the test-cm example", applyTestCMExample},
 		{"conflicts and the three ways to resolve them", applyConflictResolutions},
 		{"handing replicas over to an autoscaler", applyReplicasToAutoscaler},
@@ -280,12 +277,7 @@ func TestApply(t *testing.T) {
 		{"pruning", applyPrune},
 		{"pruning with an ApplySet", applyPruneApplySet},
 		{"migrating from client-side to server-side apply and back", migrateClientSideServerSide},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			t.Parallel()
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func applyTestCMExample(t *testing.T, l *lapisProc) {

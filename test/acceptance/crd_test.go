@@ -107,20 +107,13 @@ func TestCRDs(t *testing.T) {
 	l.must(t, "create", "ns", "crs")
 
 	// The steps share the server and run one after another.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inOrder(t, l, []step{
 		{"namespaced CRD with a structural schema", crdNamespacedStructural},
 		{"cluster-scoped CRD", crdClusterScoped},
 		{"two versions without conversion", crdTwoVersions},
 		{"deleting the CRD removes its resources and then the CRD", crdDeleteRemovesResources},
 		{"terminating CRD refuses new resources", crdTerminatingRefusesNew},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func crdNamespacedStructural(t *testing.T, l *lapisProc) {

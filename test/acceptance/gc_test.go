@@ -42,10 +42,7 @@ func TestGCCascade(t *testing.T) {
 	l := startLapis(t)
 	l.must(t, "create", "ns", "gc")
 	// The steps run one after another, all in namespace gc.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inOrder(t, l, []step{
 		{"background", gcBackground},
 		{"orphan", gcOrphan},
 		{"foreground", gcForeground},
@@ -54,11 +51,7 @@ func TestGCCascade(t *testing.T) {
 		{"label selector", gcLabelSelector},
 		{"custom resources", gcCustomResources},
 		{"legacy orphanDependents", gcLegacyOrphanDependents},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 // gcConfigMap is a ConfigMap manifest in namespace gc with owners (ownerReferences entries)

@@ -238,3 +238,27 @@ func wantContains(t testing.TB, what, got, want string) {
 		t.Errorf("%s:\n got: %q\nwant it to contain: %q", what, got, want)
 	}
 }
+
+// step is a named part of a test, run as a subtest against the test's lapis.
+type step struct {
+	name string
+	run  func(*testing.T, *lapisProc)
+}
+
+// inOrder runs steps as subtests of t, one after another: each may build on what the ones
+// before left.
+func inOrder(t *testing.T, l *lapisProc, steps []step) {
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { s.run(t, l) })
+	}
+}
+
+// inParallel runs steps as parallel subtests of t: each works in a namespace of its own.
+func inParallel(t *testing.T, l *lapisProc, steps []step) {
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			s.run(t, l)
+		})
+	}
+}

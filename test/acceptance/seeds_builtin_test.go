@@ -83,23 +83,7 @@ func (l *lapisProc) send(t testing.TB, method, path, body string, headers ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ": ")
-		req.Header.Set(name, value)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
-	}
-	return answer{code: resp.StatusCode, header: resp.Header, body: string(b)}
+	return exchange(t, client, req, body, headers)
 }
 
 // sendOK is send, failing the test unless the answer has the status code want.
@@ -338,21 +322,13 @@ func TestSeedDeclarativeDeployment(t *testing.T) {
 	}
 
 	// Each step has its own namespace, so the steps run side by side.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inParallel(t, l, []step{
 		{"create; diff; scale; update; delete", seedDeploymentLifecycle},
 		{"merging containers and args", seedDeploymentMergeContainersAndArgs},
 		{"the Recreate strategy and defaulted rollingUpdate", seedDeploymentRecreateStrategy},
 		{"pruning with the default allowlist", seedDeploymentPruneDefaultAllowlist},
 		{"pruning with an ApplySet", seedDeploymentPruneApplySet},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			t.Parallel()
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func seedDeploymentLifecycle(t *testing.T, l *lapisProc) {
@@ -964,10 +940,7 @@ func TestSeedAPIConceptsPods(t *testing.T) {
 	}
 
 	// Each step has its own namespace, so the steps run side by side.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inParallel(t, l, []step{
 		{"a Pod as kube stores it", seedPodAsStored},
 		{"watch from a list's resourceVersion", seedPodWatchFromListRV},
 		{"kubectl get pods --watch", seedPodKubectlWatch},
@@ -976,12 +949,7 @@ func TestSeedAPIConceptsPods(t *testing.T) {
 		{"protobuf", seedPodProtobuf},
 		{"dry run", seedPodDryRun},
 		{"finalizers", seedPodFinalizers},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			t.Parallel()
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func seedPodAsStored(t *testing.T, l *lapisProc) {
