@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // The apply tests follow the Server-Side Apply document and the two client-side apply documents
@@ -257,10 +259,7 @@ func TestApply(t *testing.T) {
 	l.applyCRD(t, gaugeCRD, "gauges.csa.example.com")
 
 	// Each step has its own namespace (made above), so the steps run side by side.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inParallel(t, l, []step{
 		{"the test-cm example", applyTestCMExample},
 		{"conflicts and the three ways to resolve them", applyConflictResolutions},
 		{"handing replicas over to an autoscaler", applyReplicasToAutoscaler},
@@ -278,12 +277,7 @@ func TestApply(t *testing.T) {
 		{"pruning", applyPrune},
 		{"pruning with an ApplySet", applyPruneApplySet},
 		{"migrating from client-side to server-side apply and back", migrateClientSideServerSide},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			t.Parallel()
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func applyTestCMExample(t *testing.T, l *lapisProc) {
@@ -547,7 +541,7 @@ func applyAtomicToGranular(t *testing.T, l *lapisProc) {
 	l.ssaConflict(t, "manager-two", foo("{key1: changed}"), `Apply failed with 1 conflict: conflict with "manager-one": .spec.data`)
 	l.mustIn(t, strings.Replace(fooCRD, "x-kubernetes-map-type: atomic", "x-kubernetes-map-type: granular", 1), "apply", "-f", "-")
 	// manager-one keeps spec.data but no longer its keys, so another manager may change them.
-	eventually(t, 10*time.Second, "apply after the CRD change", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "apply after the CRD change", func() (bool, string) {
 		out, errOut, err := l.kubectlIn(foo("{key1: changed}"), "apply", "--server-side", "--field-manager=manager-two", "-f", "-")
 		return err == nil, out + errOut
 	})

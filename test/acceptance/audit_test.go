@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
@@ -219,7 +220,7 @@ func TestRequestLogVerbosity(t *testing.T) {
 				}
 				return
 			}
-			eventually(t, 5*time.Second, "the request logged", func() (bool, string) { return line() != "", lapisTail(l) })
+			poll.Eventually(t, 5*time.Second, "the request logged", func() (bool, string) { return line() != "", lapisTail(l) })
 			got := line()
 			for _, want := range []string{"httplog.go:", ` latency="`, ` userAgent="Go-http-client/`, ` audit-ID="`, ` srcIP="127.0.0.1:`, ` resp=404`} {
 				if !strings.Contains(got, want) {

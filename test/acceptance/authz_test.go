@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -124,7 +125,7 @@ func TestEveryRouteAuthorized(t *testing.T) {
 	}
 
 	l.must(t, "create", "clusterrolebinding", "somebody-admin", "--clusterrole=cluster-admin", "--user=somebody")
-	eventually(t, 10*time.Second, "the binding takes effect", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the binding takes effect", func() (bool, string) {
 		code, status := send(routes[0], "somebody")
 		return code != http.StatusForbidden, status.Message
 	})
@@ -184,7 +185,7 @@ func sendAs(t *testing.T, l *lapisProc, r route, user string) (int, metav1.Statu
 func TestServiceAccountTokens(t *testing.T) {
 	l := startLapis(t)
 	l.must(t, "create", "namespace", "robots")
-	eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
 		_, errOut, err := l.kubectl("-n", "robots", "get", "serviceaccount", "default")
 		return err == nil, errOut
 	})
@@ -202,7 +203,7 @@ func TestServiceAccountTokens(t *testing.T) {
 	wantContains(t, "a ServiceAccount without roles", errOut,
 		`pods is forbidden: User "system:serviceaccount:robots:default" cannot list resource "pods" in API group "" in the namespace "robots"`)
 	l.must(t, "-n", "robots", "create", "rolebinding", "robots-view", "--clusterrole=view", "--serviceaccount=robots:default")
-	eventually(t, 10*time.Second, "the binding applies", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the binding applies", func() (bool, string) {
 		_, errOut, err := l.kubectl("--token="+token, "-n", "robots", "get", "pods")
 		return err == nil, errOut
 	})
@@ -218,7 +219,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Fatalf("a token bound to an existing Pod: %v %s", err, errOut)
 	}
 	l.must(t, "-n", "robots", "delete", "pod", "p", "--grace-period=0", "--force")
-	eventually(t, 15*time.Second, "a token bound to a deleted Pod is refused", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, "a token bound to a deleted Pod is refused", func() (bool, string) {
 		out, errOut, err := whoami(bound)
 		return err != nil && strings.Contains(errOut, "Unauthorized"), out + errOut
 	})
@@ -230,7 +231,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Fatalf("a token bound to an existing Secret: %v %s", err, errOut)
 	}
 	l.must(t, "-n", "robots", "delete", "secret", "anchor")
-	eventually(t, 15*time.Second, "a token bound to a deleted Secret is refused", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, "a token bound to a deleted Secret is refused", func() (bool, string) {
 		out, errOut, err := whoami(boundToSecret)
 		return err != nil && strings.Contains(errOut, "Unauthorized"), out + errOut
 	})
@@ -239,7 +240,7 @@ func TestServiceAccountTokens(t *testing.T) {
 	l.mustIn(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"legacy","annotations":{"kubernetes.io/service-account.name":"default"}},"type":"kubernetes.io/service-account-token"}`,
 		"-n", "robots", "create", "-f", "-")
 	var legacy string
-	eventually(t, 15*time.Second, "the legacy token Secret is filled", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, "the legacy token Secret is filled", func() (bool, string) {
 		out, errOut, _ := l.kubectl("-n", "robots", "get", "secret", "legacy", "-o", "jsonpath={.data.token}")
 		legacy = out
 		return out != "", errOut
@@ -285,11 +286,11 @@ func TestIdentities(t *testing.T) {
 	l.must(t, "-n", "team", "create", "rolebinding", "devs-edit", "--clusterrole=edit", "--group=devs")
 	l.must(t, "-n", "team", "create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps")
 	l.must(t, "-n", "team", "create", "rolebinding", "carol-reads", "--role=cm-reader", "--user=carol")
-	eventually(t, 10*time.Second, "dave's group binding applies", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "dave's group binding applies", func() (bool, string) {
 		_, errOut, err := l.kubectl(append(asDave, "-n", "team", "create", "configmap", "from-dave")...)
 		return err == nil, errOut
 	})
-	eventually(t, 10*time.Second, "carol may read", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "carol may read", func() (bool, string) {
 		out, errOut, err := l.kubectl(append(asCarol, "-n", "team", "get", "configmap", "from-dave", "-o", "name")...)
 		return err == nil && strings.TrimSpace(out) == "configmap/from-dave", errOut
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // lapis's own controllers write built-in objects through kube's admission plugins too, with no
@@ -25,7 +27,7 @@ spec:
   containers: [{name: c, image: nginx}]
 `, l.ownedBy(t, "configmap", "v1", "owner", false)), "apply", "-f", "-")
 	l.must(t, "delete", "configmap", "owner", "--cascade=orphan")
-	eventually(t, 20*time.Second, "the Pod is orphaned", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the Pod is orphaned", func() (bool, string) {
 		out, errOut, _ := l.kubectl("get", "pod", "orphan", "-o", "jsonpath={.metadata.ownerReferences}")
 		return out == "" && errOut == "", out + errOut
 	})
@@ -49,13 +51,13 @@ func TestBootstrapObjects(t *testing.T) {
 		{"flowschema/catch-all", "api-priority-and-fairness-config-producer-v1"},
 		{"prioritylevelconfiguration/workload-low", "api-priority-and-fairness-config-producer-v1"},
 	} {
-		eventually(t, 10*time.Second, c.object+" exists", func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, c.object+" exists", func() (bool, string) {
 			out, errOut, err := l.kubectl("get", c.object, "-o", "jsonpath={.metadata.managedFields[*].manager}")
 			return err == nil && strings.Contains(out, c.manager), out + errOut
 		})
 	}
 	// kube's config consumer keeps each FlowSchema's Dangling condition.
-	eventually(t, 10*time.Second, "the exempt FlowSchema's Dangling condition", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the exempt FlowSchema's Dangling condition", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "flowschema", "exempt", "-o", `jsonpath={.status.conditions[?(@.type=="Dangling")].status}`)
 		return out == "False", out
 	})
@@ -66,7 +68,7 @@ spec:
   matchingPrecedence: 5000
   priorityLevelConfiguration: {name: nowhere}
 `, "apply", "-f", "-")
-	eventually(t, 10*time.Second, "a FlowSchema naming a missing priority level dangles", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "a FlowSchema naming a missing priority level dangles", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "flowschema", "lost", "-o", `jsonpath={.status.conditions[?(@.type=="Dangling")].reason}`)
 		return out == "NotFound", out
 	})
@@ -95,7 +97,7 @@ func TestCustomResourcesAdmitted(t *testing.T) {
 	l.applyCRD(t, looseCRD, "bags.loose.example.com")
 	l.must(t, "create", "namespace", "q")
 	l.must(t, "-n", "q", "create", "quota", "bags", "--hard=count/bags.loose.example.com=1")
-	eventually(t, 60*time.Second, "the quota counts bags", func() (bool, string) {
+	poll.Eventually(t, 60*time.Second, "the quota counts bags", func() (bool, string) {
 		out, _, _ := l.kubectl("-n", "q", "get", "quota", "bags", "-o", `jsonpath={.status.used.count/bags\.loose\.example\.com}`)
 		return out == "0", out
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // TestNamespaceDefaults: as under kube-controller-manager, every new namespace gets the
@@ -25,7 +27,7 @@ func TestNamespaceDefaults(t *testing.T) {
 	}
 	objects := []struct{ kind, name string }{{"serviceaccount", "default"}, {"configmap", "kube-root-ca.crt"}}
 	for _, o := range objects {
-		eventually(t, 5*time.Second, o.kind+" "+o.name+" in a new namespace", uidOf(o.kind, o.name))
+		poll.Eventually(t, 5*time.Second, o.kind+" "+o.name+" in a new namespace", uidOf(o.kind, o.name))
 	}
 
 	t.Run("both are written as kube-controller-manager writes them", func(t *testing.T) {
@@ -59,7 +61,7 @@ func TestNamespaceDefaults(t *testing.T) {
 		t.Run("a deleted "+o.kind+" comes back", func(t *testing.T) {
 			_, was := uidOf(o.kind, o.name)()
 			l.must(t, "-n", "x", "delete", o.kind, o.name)
-			eventually(t, 5*time.Second, "a new "+o.name, func() (bool, string) {
+			poll.Eventually(t, 5*time.Second, "a new "+o.name, func() (bool, string) {
 				ok, uid := uidOf(o.kind, o.name)()
 				return ok && uid != was, uid
 			})
@@ -68,7 +70,7 @@ func TestNamespaceDefaults(t *testing.T) {
 
 	t.Run("changed data is put back", func(t *testing.T) {
 		l.must(t, "-n", "x", "patch", "cm", "kube-root-ca.crt", "--type=merge", "-p", `{"data":{"ca.crt":"mine","extra":"x"}}`)
-		eventually(t, 5*time.Second, "ca.crt published again", func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "ca.crt published again", func() (bool, string) {
 			out, errOut, _ := l.kubectl("-n", "x", "get", "cm", "kube-root-ca.crt", "-o", `jsonpath={.data}`)
 			return strings.Contains(out, "BEGIN CERTIFICATE") && !strings.Contains(out, "extra"), out + errOut
 		})
@@ -86,7 +88,7 @@ func TestNamespaceDefaults(t *testing.T) {
 func (l *lapisProc) waitNamespaceDefaults(t testing.TB, namespaces ...string) {
 	t.Helper()
 	for _, ns := range namespaces {
-		eventually(t, 5*time.Second, "the default ServiceAccount and kube-root-ca.crt in "+ns, func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "the default ServiceAccount and kube-root-ca.crt in "+ns, func() (bool, string) {
 			out, errOut, err := l.kubectl("-n", ns, "get", "serviceaccount/default", "configmap/kube-root-ca.crt", "-o", "name")
 			return err == nil, out + errOut
 		})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -91,7 +93,7 @@ func (l *lapisProc) applyCRD(t testing.TB, manifest, name string) {
 	wantEqual(t, "apply crd", l.mustIn(t, manifest, "apply", "-f", "-"), "customresourcedefinition.apiextensions.k8s.io/"+name+" created")
 	// A CRD is created with conditions: null (as kube-apiserver's are), and kubectl 1.32's wait
 	// fails at once on an object without conditions: wait until the controller has set some.
-	eventually(t, 10*time.Second, "crd "+name+" has conditions", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "crd "+name+" has conditions", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions}")
 		return out != "", out
 	})
@@ -105,20 +107,13 @@ func TestCRDs(t *testing.T) {
 	l.must(t, "create", "ns", "crs")
 
 	// The steps share the server and run one after another.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inOrder(t, l, []step{
 		{"namespaced CRD with a structural schema", crdNamespacedStructural},
 		{"cluster-scoped CRD", crdClusterScoped},
 		{"two versions without conversion", crdTwoVersions},
 		{"deleting the CRD removes its resources and then the CRD", crdDeleteRemovesResources},
 		{"terminating CRD refuses new resources", crdTerminatingRefusesNew},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func crdNamespacedStructural(t *testing.T, l *lapisProc) {
@@ -126,7 +121,7 @@ func crdNamespacedStructural(t *testing.T, l *lapisProc) {
 	wantEqual(t, "crd status", l.must(t, "get", "crd", "widgets.acme.example.com", "-o",
 		`jsonpath={.status.acceptedNames.kind} {.status.acceptedNames.shortNames} {.status.conditions[?(@.type=="NamesAccepted")].status} {.status.storedVersions}`),
 		`Widget ["wd"] True ["v1"]`)
-	eventually(t, time.Second, "widgets in kubectl api-resources", func() (bool, string) {
+	poll.Eventually(t, time.Second, "widgets in kubectl api-resources", func() (bool, string) {
 		out, _, _ := l.kubectl("api-resources", "--api-group=acme.example.com", "--no-headers")
 		return strings.Join(strings.Fields(out), " ") == "widgets wd acme.example.com/v1 true Widget", out
 	})
@@ -233,26 +228,26 @@ func crdTerminatingRefusesNew(t *testing.T, l *lapisProc) {
 	const name = "sprockets.doomed.example.com"
 	l.mustIn(t, "apiVersion: doomed.example.com/v1\nkind: Sprocket\nmetadata: {name: held, namespace: crs, finalizers: [example.com/hold]}\n", "create", "-f", "-")
 	l.must(t, "delete", "crd", name, "--wait=false")
-	eventually(t, 10*time.Second, "CRD marked for deletion", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "CRD marked for deletion", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "crd", name, "-o", "jsonpath={.metadata.deletionTimestamp}")
 		return out != "", out
 	})
 	// kube refuses creates once the CRD's Terminating condition is set, a moment after the delete.
 	const refused = `Error from server (MethodNotAllowed): error when creating "STDIN": create not allowed while custom resource definition is terminating`
-	if ok, last := poll(3*time.Second, func() (bool, string) {
+	if ok, last := poll.Until(3*time.Second, func() (bool, string) {
 		out, errOut, _ := l.kubectlIn("apiVersion: doomed.example.com/v1\nkind: Sprocket\nmetadata: {name: late, namespace: crs}\n", "create", "--dry-run=server", "-f", "-")
 		return strings.TrimSpace(errOut) == refused, out + errOut
 	}); !ok {
 		t.Errorf("create while the CRD is terminating: got %q, want %q", last, refused)
 	}
-	if ok, last := poll(3*time.Second, func() (bool, string) {
+	if ok, last := poll.Until(3*time.Second, func() (bool, string) {
 		out, _, _ := l.kubectl("get", "crd", name, "-o", `jsonpath={.status.conditions[?(@.type=="Terminating")]['status','reason','message']}`)
 		return out == "True InstanceDeletionInProgress CustomResource deletion is in progress", out
 	}); !ok {
 		t.Errorf("CRD Terminating condition: got %q, want %q", last, "True InstanceDeletionInProgress CustomResource deletion is in progress")
 	}
 	l.must(t, "patch", "sprocket", "held", "-n", "crs", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
-	eventually(t, 20*time.Second, "CRD gone", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "CRD gone", func() (bool, string) {
 		_, errOut, err := l.kubectl("get", "crd", name)
 		return err != nil && strings.Contains(errOut, "NotFound"), errOut
 	})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	"golang.org/x/sys/unix"
 )
 
@@ -178,7 +179,7 @@ func (d *smallDisk) nearlyFullRefusesWrites(t *testing.T) string {
 	nearly := fill(t, d.mnt, 20<<20)
 	var refused rawResult
 	probes := 0
-	eventually(t, 5*time.Second, "a create refused on a nearly full disk", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "a create refused on a nearly full disk", func() (bool, string) {
 		// Writes within the guard's last look at the disk (100ms) still go through.
 		probes++
 		refused = d.l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
@@ -232,7 +233,7 @@ func (d *smallDisk) writesResumeWhenSpaceIsBack(t *testing.T, fillers ...string)
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "a create accepted once space is back", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "a create accepted once space is back", func() (bool, string) {
 		r := l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"after"}}`, 10*time.Second)
 		return r.code == http.StatusCreated, r.String()
@@ -275,7 +276,7 @@ func (d *smallDisk) restartWithLittleRoomWaitsForSpace(t *testing.T) {
 	if err := os.Remove(nearly); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "a create accepted once space is back, without a restart", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "a create accepted once space is back, without a restart", func() (bool, string) {
 		r := l.faultRequest("POST", "/api/v1/namespaces/faults/configmaps", "application/json",
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"late"}}`, 10*time.Second)
 		return r.code == http.StatusCreated, r.String()
@@ -359,7 +360,7 @@ func (e *externalEtcd) start(t *testing.T) {
 	}
 	e.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(e.cmd, e.exited)
-	eventually(t, 20*time.Second, "etcd answering", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "etcd answering", func() (bool, string) {
 		resp, err := http.Get(e.client + "/health")
 		if err != nil {
 			return false, err.Error()
@@ -458,7 +459,7 @@ func TestExternalEtcdOutage(t *testing.T) {
 	recoveries := 0
 	recovered := func(when string) {
 		t.Helper()
-		eventually(t, 20*time.Second, "readiness "+when, func() (bool, string) {
+		poll.Eventually(t, 20*time.Second, "readiness "+when, func() (bool, string) {
 			r := l.faultRequest("GET", "/readyz", "", "", 5*time.Second)
 			return r.code == 200, r.String()
 		})
@@ -469,7 +470,7 @@ func TestExternalEtcdOutage(t *testing.T) {
 		recoveries++
 		name := fmt.Sprintf("recovered-%d", recoveries)
 		l.must(t, "-n", "faults", "create", "configmap", name)
-		eventually(t, 5*time.Second, "the watch cache catching up "+when, func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "the watch cache catching up "+when, func() (bool, string) {
 			r := l.faultRequest("GET", "/api/v1/namespaces/faults/configmaps", "", "", 10*time.Second)
 			return r.code == 200 && strings.Contains(r.body, `"name":"`+name+`"`), r.String()
 		})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // ownedBy renders an ownerReferences entry for a manifest.
@@ -22,7 +24,7 @@ func (l *lapisProc) ownedBy(t *testing.T, kind, apiVersion, name string, block b
 // gone waits until kubectl says the object does not exist.
 func (l *lapisProc) gone(t *testing.T, args ...string) {
 	t.Helper()
-	eventually(t, 20*time.Second, strings.Join(args, " ")+" is deleted", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, strings.Join(args, " ")+" is deleted", func() (bool, string) {
 		out, errOut, err := l.kubectl(append([]string{"get"}, args...)...)
 		return err != nil && strings.Contains(errOut, "NotFound"), out + errOut
 	})
@@ -40,10 +42,7 @@ func TestGCCascade(t *testing.T) {
 	l := startLapis(t)
 	l.must(t, "create", "ns", "gc")
 	// The steps run one after another, all in namespace gc.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inOrder(t, l, []step{
 		{"background", gcBackground},
 		{"orphan", gcOrphan},
 		{"foreground", gcForeground},
@@ -52,11 +51,7 @@ func TestGCCascade(t *testing.T) {
 		{"label selector", gcLabelSelector},
 		{"custom resources", gcCustomResources},
 		{"legacy orphanDependents", gcLegacyOrphanDependents},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 // gcConfigMap is a ConfigMap manifest in namespace gc with owners (ownerReferences entries)
@@ -120,7 +115,7 @@ func gcForeground(t *testing.T, l *lapisProc) {
 	owner = l.ownedBy(t, "configmap", "v1", "held-owner", true, "gc")
 	l.mustIn(t, gcConfigMap("held-dep", owner, "finalizers: [example.com/hold]"), "create", "-f", "-")
 	wantEqual(t, "delete", l.must(t, "delete", "configmap", "held-owner", "-n", "gc", "--cascade=foreground", "--wait=false"), `configmap "held-owner" deleted`)
-	eventually(t, 20*time.Second, "held dependent is being deleted", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "held dependent is being deleted", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "configmap", "held-dep", "-n", "gc", "-o", "jsonpath={.metadata.deletionTimestamp}")
 		return out != "", out
 	})
@@ -137,7 +132,7 @@ func gcForeground(t *testing.T, l *lapisProc) {
 	owner = l.ownedBy(t, "configmap", "v1", "loose-owner", false, "gc")
 	l.mustIn(t, gcConfigMap("loose-dep", owner, "finalizers: [example.com/hold]"), "create", "-f", "-")
 	wantEqual(t, "delete", l.must(t, "delete", "configmap", "loose-owner", "-n", "gc", "--cascade=foreground", "--timeout=20s"), `configmap "loose-owner" deleted`)
-	eventually(t, 20*time.Second, "loose dependent is being deleted", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "loose dependent is being deleted", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "configmap", "loose-dep", "-n", "gc", "-o", "jsonpath={.metadata.deletionTimestamp}")
 		return out != "", out
 	})
@@ -151,7 +146,7 @@ func gcSeveralOwners(t *testing.T, l *lapisProc) {
 	owners := l.ownedBy(t, "configmap", "v1", "first", true, "gc") + ", " + l.ownedBy(t, "secret", "v1", "second", false, "gc")
 	l.mustIn(t, gcConfigMap("shared", owners), "create", "-f", "-")
 	l.must(t, "delete", "configmap", "first", "-n", "gc")
-	eventually(t, 20*time.Second, "reference to the deleted owner removed", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "reference to the deleted owner removed", func() (bool, string) {
 		out, _, _ := l.kubectl("get", "configmap", "shared", "-n", "gc", "-o", "jsonpath={.metadata.ownerReferences[*].name}")
 		return out == "second", out
 	})

@@ -44,6 +44,13 @@ func (l *lapisProc) request(t testing.TB, method, path, body string, headers ...
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+l.token)
+	return exchange(t, client, req, body, headers)
+}
+
+// exchange sends req through client, with body's JSON content type and headers given as
+// "Name: value" (empty ones skipped), and reads the answer whole.
+func exchange(t testing.TB, client *http.Client, req *http.Request, body string, headers []string) answer {
+	t.Helper()
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -56,12 +63,12 @@ func (l *lapisProc) request(t testing.TB, method, path, body string, headers ...
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.RequestURI(), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+		t.Fatalf("%s %s: reading the answer: %v", req.Method, req.URL.RequestURI(), err)
 	}
 	return answer{code: resp.StatusCode, header: resp.Header, body: string(b)}
 }

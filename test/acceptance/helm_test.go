@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // helmVersion is the helm CLI the test builds from the Go module proxy (helm 3.22 is built on
@@ -239,7 +241,7 @@ func (h *helmDemo) rollback(t *testing.T) {
 func (h *helmDemo) uninstall(t *testing.T) {
 	wantContains(t, "helm uninstall", h.run(t, "uninstall", "demo", "-n", helmNS), `release "demo" uninstalled`)
 	for _, obj := range []string{"deployment/demo", "service/demo", "serviceaccount/demo"} {
-		eventually(t, 20*time.Second, obj+" deleted", func() (bool, string) {
+		poll.Eventually(t, 20*time.Second, obj+" deleted", func() (bool, string) {
 			out, errOut, err := h.l.kubectl("-n", helmNS, "get", obj)
 			return err != nil && strings.Contains(errOut, "NotFound"), out + errOut
 		})

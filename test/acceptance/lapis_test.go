@@ -202,27 +202,6 @@ func (l *lapisProc) do(t testing.TB, method, path, contentType, body string, tok
 	return resp.StatusCode, string(b)
 }
 
-// eventually polls cond until it reports true, failing the test if the deadline passes first;
-// cond's message says what was last seen.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	if ok, last := poll(timeout, cond); !ok {
-		t.Fatalf("%s: not true after %v; last seen: %s", what, timeout, last)
-	}
-}
-
-// poll calls cond until it reports true or timeout passes, and returns its last answer.
-func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok || time.Now().After(deadline) {
-			return ok, last
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -257,5 +236,29 @@ func wantContains(t testing.TB, what, got, want string) {
 	t.Helper()
 	if !strings.Contains(got, want) {
 		t.Errorf("%s:\n got: %q\nwant it to contain: %q", what, got, want)
+	}
+}
+
+// step is a named part of a test, run as a subtest against the test's lapis.
+type step struct {
+	name string
+	run  func(*testing.T, *lapisProc)
+}
+
+// inOrder runs steps as subtests of t, one after another: each may build on what the ones
+// before left.
+func inOrder(t *testing.T, l *lapisProc, steps []step) {
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { s.run(t, l) })
+	}
+}
+
+// inParallel runs steps as parallel subtests of t: each works in a namespace of its own.
+func inParallel(t *testing.T, l *lapisProc, steps []step) {
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			s.run(t, l)
+		})
 	}
 }

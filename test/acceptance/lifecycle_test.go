@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // servingAddresses lists the addresses lapis logged as "lapis is serving", oldest first.
@@ -57,7 +59,7 @@ func TestPersistence(t *testing.T) {
 			t.Errorf("restart did not write a fresh kubeconfig")
 		}
 		// lapis writes its kubeconfig just before it logs that it is serving.
-		eventually(t, 5*time.Second, "the restart's serving address in the log", func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "the restart's serving address in the log", func() (bool, string) {
 			addrs := l.servingAddresses()
 			return len(addrs) == 2 && addrs[1] == l.server, fmt.Sprintf("logged serving addresses %q; the kubeconfig says %s", addrs, l.server)
 		})
@@ -132,7 +134,7 @@ func TestSharedEtcd(t *testing.T) {
 		// Each lapis has its own CA: each publisher keeps the other's, or they would rewrite
 		// the ConfigMap forever.
 		var rv string
-		eventually(t, 5*time.Second, "both CAs published", func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "both CAs published", func() (bool, string) {
 			out, errOut, _ := b.kubectl("get", "cm", "kube-root-ca.crt", "-n", "shared", "-o", `jsonpath={.metadata.resourceVersion} {.data.ca\.crt}`)
 			rv, _, _ = strings.Cut(out, " ")
 			return strings.Contains(out, strings.TrimSpace(string(a.caData))) && strings.Contains(out, strings.TrimSpace(string(b.caData))), out + errOut
@@ -143,7 +145,7 @@ func TestSharedEtcd(t *testing.T) {
 
 	t.Run("a CRD created through one is served by the other", func(t *testing.T) {
 		a.applyCRD(t, widgetCRD, "widgets.acme.example.com")
-		eventually(t, 5*time.Second, "B serves widgets", func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "B serves widgets", func() (bool, string) {
 			out, errOut, err := b.kubectlIn("apiVersion: acme.example.com/v1\nkind: Widget\nmetadata: {name: via-b, namespace: shared}\nspec: {size: 1}\n", "create", "-f", "-")
 			return err == nil, out + errOut
 		})
@@ -154,7 +156,7 @@ func TestSharedEtcd(t *testing.T) {
 
 	t.Run("deletions through one are carried out for both", func(t *testing.T) {
 		b.must(t, "delete", "crd", "widgets.acme.example.com", "--timeout=20s")
-		eventually(t, 5*time.Second, "A stops serving widgets", func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "A stops serving widgets", func() (bool, string) {
 			out, errOut, _ := a.kubectl("api-resources", "--api-group=acme.example.com", "--no-headers")
 			return strings.TrimSpace(out) == "", out + errOut
 		})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/testutil"
 )
@@ -58,7 +59,7 @@ func TestMetrics(t *testing.T) {
 	l := startLapis(t)
 	l.must(t, "create", "namespace", "metrics")
 	// The namespace's kube-root-ca.crt is written once, before the counts are compared.
-	eventually(t, 10*time.Second, "kube-root-ca.crt in the namespace", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "kube-root-ca.crt in the namespace", func() (bool, string) {
 		_, stderr, err := l.kubectl("-n", "metrics", "get", "configmap", "kube-root-ca.crt")
 		return err == nil, stderr
 	})
@@ -180,7 +181,7 @@ func metricsRequestCounts(t *testing.T, l *lapisProc, before map[string]*dto.Met
 func metricsStoredObjects(t *testing.T, l *lapisProc) {
 	// Stored objects are counted per resource: every ConfigMap (each namespace has its
 	// kube-root-ca.crt).
-	eventually(t, 5*time.Second, "apiserver_storage_objects counting ConfigMaps", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "apiserver_storage_objects counting ConfigMaps", func() (bool, string) {
 		want := len(strings.Fields(l.must(t, "get", "configmaps", "-A", "--no-headers", "-o", "name")))
 		m := metricsOf(t, l)
 		got := sample(m, "apiserver_storage_objects", map[string]string{"resource": "configmaps"})
@@ -198,21 +199,21 @@ func metricsWatch(t *testing.T, l *lapisProc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	watchDone := startWatch(t, ctx, l, "/api/v1/namespaces/metrics/configmaps?watch=true&resourceVersion=0")
-	eventually(t, 5*time.Second, "the watch registered", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "the watch registered", func() (bool, string) {
 		m := metricsOf(t, l)
 		w, lr := sample(m, "apiserver_registered_watchers", watchers), sample(m, "apiserver_longrunning_requests", longRunning)
 		return w == sample(before, "apiserver_registered_watchers", watchers)+1 && lr == sample(before, "apiserver_longrunning_requests", longRunning)+1,
 			fmt.Sprintf("%v registered watchers, %v long-running watches", w, lr)
 	})
 	l.must(t, "-n", "metrics", "create", "configmap", "watched")
-	eventually(t, 5*time.Second, "watch events counted", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "watch events counted", func() (bool, string) {
 		// The two ConfigMaps, kube-root-ca.crt and the new one: at least 4 events.
 		got := sample(metricsOf(t, l), "apiserver_watch_events_total", events) - sample(before, "apiserver_watch_events_total", events)
 		return got >= 4, fmt.Sprintf("%v events", got)
 	})
 	cancel()
 	<-watchDone
-	eventually(t, 5*time.Second, "the watch unregistered", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "the watch unregistered", func() (bool, string) {
 		m := metricsOf(t, l)
 		w, lr := sample(m, "apiserver_registered_watchers", watchers), sample(m, "apiserver_longrunning_requests", longRunning)
 		return w == sample(before, "apiserver_registered_watchers", watchers) && lr == sample(before, "apiserver_longrunning_requests", longRunning),

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // gizmoCRD is a small namespaced CRD the namespace tests put custom resources in.
@@ -66,7 +68,7 @@ func TestNamespaces(t *testing.T) {
 			"configmap/cm1\nconfigmap/kube-root-ca.crt\nsecret/s1\ngizmo.ns.example.com/g1")
 
 		wantEqual(t, "delete", l.must(t, "delete", "ns", "doomed", "--wait=false"), `namespace "doomed" deleted`)
-		eventually(t, 20*time.Second, "namespace doomed is gone", func() (bool, string) {
+		poll.Eventually(t, 20*time.Second, "namespace doomed is gone", func() (bool, string) {
 			_, errOut, err := l.kubectl("get", "ns", "doomed")
 			return err != nil && strings.Contains(errOut, `namespaces "doomed" not found`), errOut
 		})
@@ -88,7 +90,7 @@ metadata: {name: blocker, namespace: held, finalizers: ["example.com/hold"]}
 `, "create", "-f", "-")
 		l.must(t, "delete", "ns", "held", "--wait=false")
 
-		eventually(t, 10*time.Second, "only the finalized ConfigMap remains, marked for deletion", func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, "only the finalized ConfigMap remains, marked for deletion", func() (bool, string) {
 			out, errOut, _ := l.kubectl("get", "configmaps", "-n", "held", "-o",
 				`jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}`)
 			lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -102,7 +104,7 @@ metadata: {name: blocker, namespace: held, finalizers: ["example.com/hold"]}
 			`error: failed to create configmap: configmaps "late" is forbidden: unable to create new content in namespace held because it is being terminated`)
 
 		l.must(t, "patch", "configmap", "blocker", "-n", "held", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
-		eventually(t, 20*time.Second, "namespace held is gone", func() (bool, string) {
+		poll.Eventually(t, 20*time.Second, "namespace held is gone", func() (bool, string) {
 			_, errOut, err := l.kubectl("get", "ns", "held")
 			return err != nil && strings.Contains(errOut, `namespaces "held" not found`), errOut
 		})
@@ -117,7 +119,7 @@ kind: ConfigMap
 metadata: {name: blocker, namespace: stuck, finalizers: ["example.com/hold"]}
 `, "create", "-f", "-")
 		l.must(t, "delete", "ns", "stuck", "--wait=false")
-		eventually(t, 20*time.Second, "NamespaceFinalizersRemaining condition", func() (bool, string) {
+		poll.Eventually(t, 20*time.Second, "NamespaceFinalizersRemaining condition", func() (bool, string) {
 			out, _, _ := l.kubectl("get", "ns", "stuck", "-o",
 				`jsonpath={.status.conditions[?(@.type=="NamespaceFinalizersRemaining")]['status','reason','message']}`)
 			return out == "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances", out

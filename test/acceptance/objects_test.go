@@ -75,10 +75,7 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 	l.waitNamespaceDefaults(t, "sel", "del", "watch")
 
 	// The steps run in order: "create of an existing name" creates the Secret the first made.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inOrder(t, l, []step{
 		{"create from literals and files", createConfigMapsAndSecrets},
 		{"apply create update unchanged", applyConfigMapCreateUpdateUnchanged},
 		{"patch", patchConfigMap},
@@ -89,11 +86,7 @@ func TestConfigMapsAndSecrets(t *testing.T) {
 		{"label and field selectors", listByLabelAndFieldSelectors},
 		{"delete by selector, --all and deletecollection", deleteBySelectorAllAndCollection},
 		{"watch", watchConfigMapsWithKubectl},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func createConfigMapsAndSecrets(t *testing.T, l *lapisProc) {

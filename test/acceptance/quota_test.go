@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // TestResourceQuota: a ResourceQuota gets its status (hard and used) as kube-controller-manager
@@ -49,7 +51,7 @@ spec:
 // q) to want: replenishment is asynchronous, as in kube.
 func (l *lapisProc) eventuallyQuotaUsed(t *testing.T, quota, want string) {
 	t.Helper()
-	eventually(t, 10*time.Second, "status.used of "+quota, func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "status.used of "+quota, func() (bool, string) {
 		got := l.must(t, "-n", "q", "get", "quota", quota, "-o", "jsonpath={.status.used}")
 		return got == want, got
 	})
@@ -175,7 +177,7 @@ spec:
 
 func quotaNewLimitsReachStatus(t *testing.T, l *lapisProc) {
 	l.must(t, "-n", "q", "patch", "quota", "be", "--type=merge", "-p", `{"spec":{"hard":{"pods":"5"}}}`)
-	eventually(t, 10*time.Second, "status.hard", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "status.hard", func() (bool, string) {
 		got := l.must(t, "-n", "q", "get", "quota", "be", "-o", "jsonpath={.status.hard}")
 		return strings.TrimSpace(got) == `{"pods":"5"}`, got
 	})

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,23 +83,7 @@ func (l *lapisProc) send(t testing.TB, method, path, body string, headers ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ": ")
-		req.Header.Set(name, value)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
-	}
-	return answer{code: resp.StatusCode, header: resp.Header, body: string(b)}
+	return exchange(t, client, req, body, headers)
 }
 
 // sendOK is send, failing the test unless the answer has the status code want.
@@ -337,21 +322,13 @@ func TestSeedDeclarativeDeployment(t *testing.T) {
 	}
 
 	// Each step has its own namespace, so the steps run side by side.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inParallel(t, l, []step{
 		{"create; diff; scale; update; delete", seedDeploymentLifecycle},
 		{"merging containers and args", seedDeploymentMergeContainersAndArgs},
 		{"the Recreate strategy and defaulted rollingUpdate", seedDeploymentRecreateStrategy},
 		{"pruning with the default allowlist", seedDeploymentPruneDefaultAllowlist},
 		{"pruning with an ApplySet", seedDeploymentPruneApplySet},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			t.Parallel()
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func seedDeploymentLifecycle(t *testing.T, l *lapisProc) {
@@ -956,17 +933,14 @@ func TestSeedAPIConceptsPods(t *testing.T) {
 	}
 	// Pods need the namespace's default ServiceAccount, which a controller makes.
 	for _, ns := range namespaces {
-		eventually(t, 10*time.Second, "the default ServiceAccount of "+ns, func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, "the default ServiceAccount of "+ns, func() (bool, string) {
 			out, errOut, err := l.kubectl("get", "serviceaccount", "default", "-n", ns, "-o", "name")
 			return err == nil, out + errOut
 		})
 	}
 
 	// Each step has its own namespace, so the steps run side by side.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inParallel(t, l, []step{
 		{"a Pod as kube stores it", seedPodAsStored},
 		{"watch from a list's resourceVersion", seedPodWatchFromListRV},
 		{"kubectl get pods --watch", seedPodKubectlWatch},
@@ -975,12 +949,7 @@ func TestSeedAPIConceptsPods(t *testing.T) {
 		{"protobuf", seedPodProtobuf},
 		{"dry run", seedPodDryRun},
 		{"finalizers", seedPodFinalizers},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			t.Parallel()
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func seedPodAsStored(t *testing.T, l *lapisProc) {
@@ -1281,7 +1250,7 @@ func TestSeedGetAll(t *testing.T) {
 	l := seedServer(t)
 	const ns = "all"
 	l.must(t, "create", "ns", ns)
-	eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the default ServiceAccount", func() (bool, string) {
 		out, errOut, err := l.kubectl("get", "serviceaccount", "default", "-n", ns, "-o", "name")
 		return err == nil, out + errOut
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // svcDoc is a Service in namespace svc with the given spec (YAML flow style).
@@ -25,7 +27,7 @@ func TestServiceAllocation(t *testing.T) {
 	wantEqual(t, "servicecidr", l.must(t, "get", "servicecidr", "kubernetes", "-o",
 		`jsonpath={.spec.cidrs} {.status.conditions[0].type}={.status.conditions[0].status}`), `["10.96.0.0/16"] Ready=True`)
 	port := l.server[strings.LastIndex(l.server, ":")+1:]
-	eventually(t, 10*time.Second, "the kubernetes Service and its endpoints", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the kubernetes Service and its endpoints", func() (bool, string) {
 		out, errOut, _ := l.kubectl("-n", "default", "get", "service/kubernetes", "endpoints/kubernetes", "endpointslice/kubernetes", "-o",
 			`jsonpath={.items[0].spec.clusterIP} {.items[0].spec.ports[0].port}->{.items[0].spec.ports[0].targetPort} {.items[1].subsets[0].ports[0].port} {.items[2].ports[0].port} {.items[2].metadata.labels.kubernetes\.io/service-name}`)
 		return out == "10.96.0.1 443->"+port+" "+port+" "+port+" kubernetes", out + errOut

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 // TestKubeconfigLifecycle: the admin kubeconfig exists exactly while lapis serves. SIGTERM
@@ -35,7 +36,7 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	// Restarted on an etcd that does not answer, lapis is never ready: the stale kubeconfig
 	// goes at once and no new one comes.
 	p := startRaw(t, l.dataDir, "--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
-	eventually(t, 5*time.Second, "the stale kubeconfig removed", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "the stale kubeconfig removed", func() (bool, string) {
 		_, err := os.Stat(l.kubeconfig)
 		return os.IsNotExist(err), fmt.Sprint(err)
 	})
@@ -74,7 +75,7 @@ func TestSIGTERMWhileStarting(t *testing.T) {
 				p.terminate(t, 5*time.Second, true)
 			} else {
 				// lapis is running: it has tried etcd and says so.
-				eventually(t, 10*time.Second, "lapis trying etcd", func() (bool, string) {
+				poll.Eventually(t, 10*time.Second, "lapis trying etcd", func() (bool, string) {
 					out := p.output()
 					return strings.Contains(out, "connection refused"), out
 				})

@@ -16,10 +16,7 @@ func TestComputedResources(t *testing.T) {
 	l.must(t, "-n", "sub", "run", "p", "--image=nginx", "--restart=Never")
 
 	// The steps share the server and run one after another.
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T, *lapisProc)
-	}{
+	inOrder(t, l, []step{
 		{"whoami and can-i", computedWhoamiAndCanI},
 		{"reviews", computedReviews},
 		{"componentstatuses", computedComponentStatuses},
@@ -27,11 +24,7 @@ func TestComputedResources(t *testing.T) {
 		{"binding", computedBinding},
 		{"eviction", computedEviction},
 		{"token", computedToken},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			step.run(t, l)
-		})
-	}
+	})
 }
 
 func computedWhoamiAndCanI(t *testing.T, l *lapisProc) {

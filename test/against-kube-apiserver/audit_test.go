@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,15 +137,10 @@ func sendAudited(t *testing.T, tg *target, s auditStep, id string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var body io.Reader
-	if s.body != "" {
-		body = strings.NewReader(s.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, s.method, tg.host+s.path, body)
+	req, err := tg.newRequest(ctx, s.method, s.path, s.body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "kubediff-audit")
 	req.Header.Set("Audit-ID", id)
 	if s.body != "" {

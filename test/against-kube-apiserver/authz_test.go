@@ -299,15 +299,10 @@ type authzEnv struct {
 func (e *authzEnv) do(s *target, r request, c caller, wantBody bool) response {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, s.host+r.path, body)
+	req, err := s.newRequest(ctx, r.method, r.path, r.body)
 	if err != nil {
 		return response{err: err}
 	}
-	req.Header.Set("Accept", "application/json")
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)
 	}

@@ -252,15 +252,10 @@ func (s *target) do(r request) response {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, s.host+r.path, body)
+	req, err := s.newRequest(ctx, r.method, r.path, r.body)
 	if err != nil {
 		return response{err: err}
 	}
-	req.Header.Set("Accept", "application/json")
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)
 	}
@@ -481,4 +476,19 @@ func setup() error {
 		}
 	}
 	return nil
+}
+
+// newRequest makes a request of s for method and path with body (none when empty), asking for
+// JSON; callers add their own headers.
+func (s *target) newRequest(ctx context.Context, method, path, body string) (*http.Request, error) {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.host+path, r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	return req, nil
 }

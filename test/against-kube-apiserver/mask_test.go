@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -46,11 +45,7 @@ type answer struct {
 func (s *target) call(r request, accept string) answer {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, s.host+r.path, body)
+	req, err := s.newRequest(ctx, r.method, r.path, r.body)
 	if err != nil {
 		return answer{response: response{err: err}}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -184,7 +185,7 @@ type webApp struct {
 // deploymentWith waits for Deployment web to run image and returns it.
 func (w *webApp) deploymentWith(t *testing.T, image string) *appsv1.Deployment {
 	var dep *appsv1.Deployment
-	eventually(t, 20*time.Second, "Deployment web with image "+image, func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "Deployment web with image "+image, func() (bool, string) {
 		d, err := w.cs.AppsV1().Deployments(w.ns).Get(w.ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -220,7 +221,7 @@ func (w *webApp) childrenOwnedBy(t *testing.T, owner *corev1.ConfigMap) (*appsv1
 		t.Errorf("Deployment not defaulted as kube: strategy %+v, revisionHistoryLimit %v", dep.Spec.Strategy, dep.Spec.RevisionHistoryLimit)
 	}
 	var svc *corev1.Service
-	eventually(t, 20*time.Second, "Service web", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "Service web", func() (bool, string) {
 		s, err := w.cs.CoreV1().Services(w.ns).Get(w.ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -240,7 +241,7 @@ func (w *webApp) childrenOwnedBy(t *testing.T, owner *corev1.ConfigMap) (*appsv1
 // cacheHasChildren: the controller reads its children from its cache: once the cache has
 // them, it agrees.
 func (w *webApp) cacheHasChildren(t *testing.T, mgr ctrl.Manager, dep *appsv1.Deployment, svc *corev1.Service) {
-	eventually(t, 10*time.Second, "Deployment and Service in the manager's cache", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "Deployment and Service in the manager's cache", func() (bool, string) {
 		var d appsv1.Deployment
 		var s corev1.Service
 		key := types.NamespacedName{Namespace: w.ns, Name: "web"}
@@ -269,7 +270,7 @@ func (w *webApp) changesReconciled(t *testing.T, owner *corev1.ConfigMap, svc *c
 	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType, []byte(scale), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "Deployment web back at 2 replicas", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "Deployment web back at 2 replicas", func() (bool, string) {
 		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -279,7 +280,7 @@ func (w *webApp) changesReconciled(t *testing.T, owner *corev1.ConfigMap, svc *c
 	if err := cs.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "Service web made again", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "Service web made again", func() (bool, string) {
 		s, err := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -295,7 +296,7 @@ func (w *webApp) ownerDeletionCollectsChildren(t *testing.T) {
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "Deployment and Service garbage-collected", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "Deployment and Service garbage-collected", func() (bool, string) {
 		_, derr := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		_, serr := cs.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(derr) && apierrors.IsNotFound(serr), fmt.Sprintf("deployment: %v; service: %v", derr, serr)

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -188,13 +189,13 @@ func installGadgets(t *testing.T, ctx context.Context, dyn dynamic.Interface, ns
 	}
 	t.Cleanup(func() {
 		_ = crds.Delete(context.Background(), crd.Name, metav1.DeleteOptions{})
-		eventually(t, 30*time.Second, "CRD "+crd.Name+" gone", func() (bool, string) {
+		poll.Eventually(t, 30*time.Second, "CRD "+crd.Name+" gone", func() (bool, string) {
 			_, err := crds.Get(context.Background(), crd.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	})
 	for _, v := range []string{"v1", "v2"} {
-		eventually(t, 10*time.Second, "gadgets served at "+v, func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, "gadgets served at "+v, func() (bool, string) {
 			_, err := dyn.Resource(gadgetGVR(v)).Namespace(ns).List(ctx, metav1.ListOptions{})
 			return err == nil, fmt.Sprint(err)
 		})
@@ -382,7 +383,7 @@ func (g *gadgetVersions) admissionSeesStorageVersion(t *testing.T, cs kubernetes
 	t.Cleanup(func() {
 		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), config.Name, metav1.DeleteOptions{})
 	})
-	eventually(t, 20*time.Second, "the admission webhook called", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the admission webhook called", func() (bool, string) {
 		_, err := g.v2.Create(g.ctx, gadget("v2", "probe", "colour", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "denied the request"), fmt.Sprint(err)
 	})
@@ -399,7 +400,7 @@ func (g *gadgetVersions) admissionSeesStorageVersion(t *testing.T, cs kubernetes
 	_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(g.ctx, config.Name, metav1.DeleteOptions{})
 	// Admission learns of the deletion through its informer, as kube-apiserver's does: wait
 	// until the webhook is no longer called before taking its server down.
-	eventually(t, 20*time.Second, "the admission webhook no longer called", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the admission webhook no longer called", func() (bool, string) {
 		_, err := g.v1.Create(g.ctx, gadget("v1", "probe", "color", "forbidden"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -269,7 +270,7 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
-	eventually(t, 10*time.Second, rootCA+" in "+name, func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, rootCA+" in "+name, func() (bool, string) {
 		_, err := cs.CoreV1().ConfigMaps(name).Get(context.Background(), rootCA, metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
@@ -280,22 +281,6 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// eventually polls cond until it holds, failing with its last explanation after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, timeout, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // configMap is a ConfigMap named name with data and labels.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -208,7 +209,7 @@ func (s *syncedInformers) del(t *testing.T, name string) {
 // checks that main's store stays so.
 func (s *syncedInformers) inSync(t *testing.T, what string) {
 	t.Helper()
-	eventually(t, 20*time.Second, what, func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, what, func() (bool, string) {
 		want, err := storageState(s.ctx, s.writer, "")
 		if err != nil {
 			return false, err.Error()
@@ -265,7 +266,7 @@ func (s *syncedInformers) compactPastInformers(t *testing.T) string {
 	})
 	expectTooOld(t, ev, oldRV)
 
-	eventually(t, 10*time.Second, "short-timeout informer's rewatch from a compacted resourceVersion gets 410, then relists", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "short-timeout informer's rewatch from a compacted resourceVersion gets 410, then relists", func() (bool, string) {
 		exs := s.short.rec.exchanges("/configmaps")
 		for i, e := range exs {
 			if e.isWatch() && e.URL.Query().Get("resourceVersion") == shortOldRV && hasGone(e.events()) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
@@ -102,7 +103,7 @@ func TestMetadataInformer(t *testing.T) {
 	if err := cms.Delete(ctx, "m-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "metadata informer sees the changes", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "metadata informer sees the changes", func() (bool, string) {
 		for _, cm := range []*corev1.ConfigMap{updated, m3} {
 			if ok, why := storeHas(cm); !ok {
 				return false, why

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -120,7 +121,7 @@ func TestProtobufInformer(t *testing.T) {
 	record("delete", s2)
 
 	for name, l := range logs {
-		eventually(t, 10*time.Second, name+" informer sees every change", func() (bool, string) {
+		poll.Eventually(t, 10*time.Second, name+" informer sees every change", func() (bool, string) {
 			got := l.snapshot()
 			if len(got) < len(want) {
 				return false, fmt.Sprintf("%d of %d events", len(got), len(want))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -97,7 +98,7 @@ func TestWatchListInformer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "informer sees a later create", func() (bool, string) {
+			poll.Eventually(t, 5*time.Second, "informer sees a later create", func() (bool, string) {
 				obj, ok, _ := informer.GetStore().GetByKey(key(ns, "d"))
 				return ok && obj.(*corev1.ConfigMap).ResourceVersion == d.ResourceVersion, "not in the store"
 			})

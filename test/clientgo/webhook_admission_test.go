@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -262,7 +263,7 @@ func TestWebhookInstallOptions(t *testing.T) {
 	labels := map[string]string{testLabel: "yes"}
 	// lapis reads webhook configurations through informers, as kube-apiserver: a dry run
 	// (webhooks with sideEffects None are called on dry runs) tells when they are in force.
-	eventually(t, 20*time.Second, "the mutating webhook called", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the mutating webhook called", func() (bool, string) {
 		cm, err := cms.Create(ctx, configMap("probe", nil, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, err.Error()
@@ -371,7 +372,7 @@ func serveWebhooks(t *testing.T, ctx context.Context, wio *envtest.WebhookInstal
 			t.Errorf("manager: %v", err)
 		}
 	})
-	eventually(t, 20*time.Second, "the webhook server serving", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the webhook server serving", func() (bool, string) {
 		err := mgr.GetWebhookServer().StartedChecker()(nil)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -573,7 +574,7 @@ func TestWebhookThroughService(t *testing.T) {
 
 	cms := cs.CoreV1().ConfigMaps(ns)
 	blocked := map[string]string{testLabel: "yes", "route": "hook", "blocked": "true"}
-	eventually(t, 20*time.Second, "the service's webhook called", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the service's webhook called", func() (bool, string) {
 		_, err := cms.Create(ctx, configMap("probe", nil, blocked), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsForbidden(err), fmt.Sprint(err)
 	})

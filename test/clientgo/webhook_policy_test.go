@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
@@ -40,11 +41,11 @@ func TestAdmissionPolicies(t *testing.T) {
 	cms := clientset(t, cfg).CoreV1().ConfigMaps(ns)
 	labels := map[string]string{testLabel: "yes"}
 	// Policies are read through informers, as kube-apiserver reads them: wait for them.
-	eventually(t, 20*time.Second, "the policies in force", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the policies in force", func() (bool, string) {
 		_, err := cms.Create(ctx, configMap("probe", map[string]string{"color": "red"}, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil, "red admitted"
 	})
-	eventually(t, 20*time.Second, "the mutating policy in force", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the mutating policy in force", func() (bool, string) {
 		cm, err := cms.Create(ctx, configMap("probe", nil, labels), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && cm.Labels["mutated"] == "by-policy", fmt.Sprint(err)
 	})
@@ -210,7 +211,7 @@ func checkPolicyTypeChecking(t *testing.T, ctx context.Context, ar admissionregi
 	want := admissionregistrationv1.ValidatingAdmissionPolicyStatus{ObservedGeneration: 1, TypeChecking: &admissionregistrationv1.TypeChecking{
 		ExpressionWarnings: []admissionregistrationv1.ExpressionWarning{{FieldRef: "spec.validations[0].expression",
 			Warning: "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_==_' applied to '(int, string)'\n | object.spec.replicas == 'three'\n | .....................^\n"}}}}
-	eventually(t, 20*time.Second, "the mistyped policy's status.typeChecking", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the mistyped policy's status.typeChecking", func() (bool, string) {
 		p, err := ar.ValidatingAdmissionPolicies().Get(ctx, "mistyped-"+ns, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -220,7 +221,7 @@ func checkPolicyTypeChecking(t *testing.T, ctx context.Context, ar admissionregi
 	})
 	// A well-typed policy: no warnings. (kube-apiserver keeps no typeChecking at all from the
 	// controller's empty one; that is server-side apply's business, not admission's.)
-	eventually(t, 20*time.Second, "a well-typed policy's status", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "a well-typed policy's status", func() (bool, string) {
 		p, err := ar.ValidatingAdmissionPolicies().Get(ctx, "no-red-"+ns, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -275,7 +276,7 @@ func TestAdmissionPolicyOnDelete(t *testing.T) {
 	}
 	message := fmt.Sprintf(`ValidatingAdmissionPolicy 'keep-%[1]s' with binding 'keep-binding-%[1]s' denied request: kept`, ns)
 	var err error
-	eventually(t, 20*time.Second, "the policy in force", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, "the policy in force", func() (bool, string) {
 		err = cms.Delete(ctx, "kept", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil, "the delete was admitted"
 	})

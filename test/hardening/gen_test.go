@@ -299,6 +299,30 @@ func (g *gen) next() *fuzzReq {
 	if verb == "other" {
 		return g.other()
 	}
+	q, at := g.target(verb)
+	qs := url.Values{}
+	if complete := g.verbRequest(q, verb, at, qs); complete {
+		return q
+	}
+	if !strings.HasSuffix(q.path, "/"+q.sub) {
+		q.sub = "" // a collection path names no subresource
+	}
+	q.query = g.noise(qs, q.watch)
+	g.negotiate(q, at.kind)
+	return q
+}
+
+// fuzzTarget is where a request goes: its kind, namespace and name (sometimes a bad one, or a
+// deletable one for deletes: the request's name field keeps the one drawn first), and the paths
+// of the collection and of the item (with the subresource, if any).
+type fuzzTarget struct {
+	kind             *kind
+	ns, name         string
+	collection, item string
+}
+
+// target draws the kind, namespace, name and subresource of a request of verb.
+func (g *gen) target(verb string) (*fuzzReq, fuzzTarget) {
 	// Custom resources weigh double: their schemas (open, closed, deep) are where most goes wrong.
 	k := kinds[g.weighted(2, 2, 1, 2, 1, 1, 1, 2, 4, 3)]
 	q := &fuzzReq{verb: verb, resource: k.resource}
@@ -343,7 +367,13 @@ func (g *gen) next() *fuzzReq {
 	if q.sub != "" {
 		item += "/" + q.sub
 	}
-	qs := url.Values{}
+	return q, fuzzTarget{kind: k, ns: ns, name: name, collection: collection, item: item}
+}
+
+// verbRequest sets q's method, path and body for verb, and its parameters in qs. It reports
+// whether q is complete as it is (a deletecollection of scratch objects, which takes no noise).
+func (g *gen) verbRequest(q *fuzzReq, verb string, at fuzzTarget, qs url.Values) (complete bool) {
+	k, ns, name, collection, item := at.kind, at.ns, at.name, at.collection, at.item
 	switch verb {
 	case "get":
 		q.method, q.path = "GET", item
@@ -355,19 +385,7 @@ func (g *gen) next() *fuzzReq {
 		}
 		g.readParams(qs, true)
 	case "watch":
-		q.method, q.path, q.watch = "GET", collection, true
-		if g.chance(0.2) {
-			q.path = item // a named watch, or a watch of a subresource
-		} else if g.chance(0.15) {
-			// the legacy /watch/ path prefix
-			q.path = strings.Replace(collection, "/"+k.version+"/", "/"+k.version+"/watch/", 1)
-			q.watch = true
-		}
-		if !strings.Contains(q.path, "/watch/") {
-			qs.Set("watch", pickOf(g, []string{"true", "1", "true"}))
-		}
-		g.readParams(qs, true)
-		q.watchTimeout = g.watchTimeout(qs)
+		g.watchRequest(q, at, qs)
 	case "create":
 		q.method, q.path = "POST", collection
 		if g.chance(0.1) {
@@ -380,17 +398,7 @@ func (g *gen) next() *fuzzReq {
 		g.body(q, k, ns, name, item)
 		g.writeParams(qs)
 	case "patch":
-		q.method, q.path = "PATCH", item
-		g.patch(q, k, ns, name, item)
-		g.writeParams(qs)
-		if q.contentType == mApply || g.chance(0.05) {
-			if g.chance(0.85) {
-				qs.Set("fieldManager", pickOf(g, []string{"fuzz-a", "fuzz-b", "kubectl", "", strings.Repeat("m", 200), "a\x01b"}))
-			}
-			if g.chance(0.4) {
-				qs.Set("force", pickOf(g, []string{"true", "false", "yes", ""}))
-			}
-		}
+		g.patchRequest(q, at, qs)
 	case "delete":
 		q.method, q.path = "DELETE", item
 		g.deleteParams(qs)
@@ -398,28 +406,65 @@ func (g *gen) next() *fuzzReq {
 			q.body, q.contentType = g.deleteOptions(), mJSON
 		}
 	case "deletecollection":
-		q.method, q.path, q.sub = "DELETE", collection, ""
-		if k.deletable != nil && k.resource != "gadgets" {
-			// Namespaces and CRDs: only the scratch ones, selected by label, without noise that
-			// could widen the selection.
-			qs.Set("labelSelector", scratchLabel)
-			q.query = qs.Encode()
-			q.accept = g.accept()
-			q.note = "deletecollection of scratch objects"
-			return q
+		return g.deleteCollectionRequest(q, at, qs)
+	}
+	return false
+}
+
+func (g *gen) watchRequest(q *fuzzReq, at fuzzTarget, qs url.Values) {
+	q.method, q.path, q.watch = "GET", at.collection, true
+	if g.chance(0.2) {
+		q.path = at.item // a named watch, or a watch of a subresource
+	} else if g.chance(0.15) {
+		// the legacy /watch/ path prefix
+		q.path = strings.Replace(at.collection, "/"+at.kind.version+"/", "/"+at.kind.version+"/watch/", 1)
+		q.watch = true
+	}
+	if !strings.Contains(q.path, "/watch/") {
+		qs.Set("watch", pickOf(g, []string{"true", "1", "true"}))
+	}
+	g.readParams(qs, true)
+	q.watchTimeout = g.watchTimeout(qs)
+}
+
+func (g *gen) patchRequest(q *fuzzReq, at fuzzTarget, qs url.Values) {
+	q.method, q.path = "PATCH", at.item
+	g.patch(q, at.kind, at.ns, at.name, at.item)
+	g.writeParams(qs)
+	if q.contentType == mApply || g.chance(0.05) {
+		if g.chance(0.85) {
+			qs.Set("fieldManager", pickOf(g, []string{"fuzz-a", "fuzz-b", "kubectl", "", strings.Repeat("m", 200), "a\x01b"}))
 		}
-		g.deleteParams(qs)
-		if g.chance(0.5) {
-			qs.Set("labelSelector", g.labelSelector())
-		}
-		if g.chance(0.3) {
-			qs.Set("fieldSelector", g.fieldSelector())
+		if g.chance(0.4) {
+			qs.Set("force", pickOf(g, []string{"true", "false", "yes", ""}))
 		}
 	}
-	if !strings.HasSuffix(q.path, "/"+q.sub) {
-		q.sub = "" // a collection path names no subresource
+}
+
+// deleteCollectionRequest reports whether q is complete: a deletecollection of scratch objects.
+func (g *gen) deleteCollectionRequest(q *fuzzReq, at fuzzTarget, qs url.Values) (complete bool) {
+	q.method, q.path, q.sub = "DELETE", at.collection, ""
+	if at.kind.deletable != nil && at.kind.resource != "gadgets" {
+		// Namespaces and CRDs: only the scratch ones, selected by label, without noise that
+		// could widen the selection.
+		qs.Set("labelSelector", scratchLabel)
+		q.query = qs.Encode()
+		q.accept = g.accept()
+		q.note = "deletecollection of scratch objects"
+		return true
 	}
-	q.query = g.noise(qs, q.watch)
+	g.deleteParams(qs)
+	if g.chance(0.5) {
+		qs.Set("labelSelector", g.labelSelector())
+	}
+	if g.chance(0.3) {
+		qs.Set("fieldSelector", g.fieldSelector())
+	}
+	return false
+}
+
+// negotiate draws the Accept header of q, unless it has one.
+func (g *gen) negotiate(q *fuzzReq, k *kind) {
 	if q.accept == "" {
 		q.accept = g.accept()
 		if q.method != "GET" && g.chance(0.9) {
@@ -433,7 +478,6 @@ func (g *gen) next() *fuzzReq {
 	if q.watch && g.chance(0.3) {
 		q.accept = pickOf(g, []string{mJSON + ";stream=watch", mProto + ";stream=watch", mYAML + ";stream=watch", mJSON + ";as=Table;v=v1;g=meta.k8s.io"})
 	}
-	return q
 }
 
 // other is a request off the resource verbs: discovery, OpenAPI, bogus paths and methods.

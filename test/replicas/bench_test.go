@@ -69,6 +69,32 @@ type benchOp struct {
 
 func benchReplicas(b *testing.B, etcd *cluster, n int) {
 	replicas := startReplicas(b, etcd.clientURLs, n)
+	ns, clients := prepareBench(b, replicas, n)
+
+	var pids []int
+	for _, r := range replicas {
+		pids = append(pids, r.proc.Process().Pid)
+	}
+	before, err := takeUsage(pids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prof := startLabelProfile()
+	done, elapsed, errs := runBenchLoad(b, ns, clients, replicas)
+	split := prof.stop()
+	after, err := takeUsage(pids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, err := range errs {
+		b.Error(err)
+	}
+	reportBench(b, done, elapsed, after.minus(before), split, n)
+}
+
+// prepareBench makes the benchmark's namespace and its clients, spread over the replicas, each
+// with a connection of its own, and has them apply every object before the clock starts.
+func prepareBench(b *testing.B, replicas []*replica, n int) (string, []kubernetes.Interface) {
 	ctx := b.Context()
 	ns := fmt.Sprintf("bench-%d", n)
 	if _, err := replicas[0].client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -96,19 +122,17 @@ func benchReplicas(b *testing.B, etcd *cluster, n int) {
 	if b.Failed() {
 		b.FailNow()
 	}
+	return ns, clients
+}
 
-	var pids []int
-	for _, r := range replicas {
-		pids = append(pids, r.proc.Process().Pid)
-	}
-	before, err := takeUsage(pids)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prof := startLabelProfile()
+// runBenchLoad has the clients do b.N ops (5 in 10 applies, 4 gets, 1 list) and returns the
+// ops each client completed, the time they took and the first errors (one per client at most).
+func runBenchLoad(b *testing.B, ns string, clients []kubernetes.Interface, replicas []*replica) (done [][]benchOp, elapsed time.Duration, errs []error) {
+	ctx := b.Context()
 	work := make(chan int)
-	done := make([][]benchOp, benchClients)
-	errs := make(chan error, benchClients)
+	done = make([][]benchOp, benchClients)
+	errCh := make(chan error, benchClients)
+	var wg sync.WaitGroup
 	for g := range clients {
 		wg.Add(1)
 		go pprof.Do(ctx, pprof.Labels("clients", "load"), func(ctx context.Context) {
@@ -124,7 +148,7 @@ func benchReplicas(b *testing.B, etcd *cluster, n int) {
 				took, err := benchDo(ctx, clients[g], ns, kind, k*7919%benchObjects, k)
 				if err != nil {
 					select {
-					case errs <- fmt.Errorf("%s through %s: %w", opNames[kind], replicas[g%n].name, err):
+					case errCh <- fmt.Errorf("%s through %s: %w", opNames[kind], replicas[g%len(replicas)].name, err):
 					default:
 					}
 					continue
@@ -139,17 +163,17 @@ func benchReplicas(b *testing.B, etcd *cluster, n int) {
 	}
 	close(work)
 	wg.Wait()
-	elapsed := time.Since(start)
-	split := prof.stop()
-	after, err := takeUsage(pids)
-	if err != nil {
-		b.Fatal(err)
+	elapsed = time.Since(start)
+	close(errCh)
+	for err := range errCh {
+		errs = append(errs, err)
 	}
-	close(errs)
-	for err := range errs {
-		b.Error(err)
-	}
+	return done, elapsed, errs
+}
 
+// reportBench reports the ops' rate and latencies, and the CPU they took (u, with split, the
+// profile's apportioning of the test process's share) per op.
+func reportBench(b *testing.B, done [][]benchOp, elapsed time.Duration, u usage, split map[string]time.Duration, n int) {
 	var all []time.Duration
 	var byKind [opKinds][]time.Duration
 	for _, ops := range done {
@@ -168,7 +192,6 @@ func benchReplicas(b *testing.B, etcd *cluster, n int) {
 	for kind, took := range byKind {
 		b.ReportMetric(ms(percentile(took, 0.99)), opNames[kind]+"-p99-ms")
 	}
-	u := after.minus(before)
 	perOp := func(d time.Duration) float64 { return ms(d) / ops }
 	b.ReportMetric(perOp(u.lapis), "lapis-cpu-ms/op")
 	self := fmt.Sprintf("test process %.2f", perOp(u.self))

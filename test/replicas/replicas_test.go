@@ -27,6 +27,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/lapis-dev/lapis/internal/testkit/lapisproc"
+	"github.com/lapis-dev/lapis/internal/testkit/poll"
 )
 
 const (
@@ -277,21 +278,6 @@ func state(items []*corev1.ConfigMap) map[string]string {
 	return out
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, within, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd cluster and 3 lapis (about a minute)")
@@ -338,7 +324,7 @@ func startFailover(t *testing.T) *failover {
 	etcd := startCluster(t, 3, false)
 	s := &failover{ctx: t.Context(), etcd: etcd, replicas: startReplicas(t, etcd.clientURLs, 3)}
 	// Exactly one replica leads; it is the one to kill.
-	eventually(t, 10*time.Second, "one replica leads", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "one replica leads", func() (bool, string) {
 		var leading []string
 		for _, r := range s.replicas {
 			if ids := r.leading(); len(ids) > 0 {
@@ -366,7 +352,7 @@ func startFailover(t *testing.T) *failover {
 }
 
 func (s *failover) identityLeasesNameEveryReplica(t *testing.T) {
-	eventually(t, 15*time.Second, "3 identity Leases, 3 endpoints", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, "3 identity Leases, 3 endpoints", func() (bool, string) {
 		leases, err := s.a.client.CoordinationV1().Leases("kube-system").List(s.ctx, metav1.ListOptions{LabelSelector: "apiserver.kubernetes.io/identity=kube-apiserver"})
 		if err != nil {
 			return false, err.Error()
@@ -472,7 +458,7 @@ func (s *failover) loadThroughFailures(t *testing.T) {
 
 // awaitHandover waits for a survivor to lead, within handoverBound of the kill.
 func (s *failover) awaitHandover(t *testing.T) {
-	eventually(t, handoverBound+5*time.Second, "another replica leads", func() (bool, string) {
+	poll.Eventually(t, handoverBound+5*time.Second, "another replica leads", func() (bool, string) {
 		for _, r := range s.survivors {
 			if len(r.leading()) > 0 {
 				s.next = r
@@ -557,7 +543,7 @@ func (s *failover) readsAndListsAcrossReplicas(t *testing.T) {
 
 func (s *failover) informersConverge(t *testing.T) {
 	for _, inf := range s.informers {
-		eventually(t, 20*time.Second, inf.name+" converges", func() (bool, string) {
+		poll.Eventually(t, 20*time.Second, inf.name+" converges", func() (bool, string) {
 			var items []*corev1.ConfigMap
 			for _, ns := range []string{loadNS, gcNS} {
 				list, err := s.b.client.CoreV1().ConfigMaps(ns).List(s.ctx, metav1.ListOptions{})
@@ -638,7 +624,7 @@ func (s *failover) singletonWorkRanOnce(t *testing.T) {
 // those made while no replica led, and that the dependents of the owner deleted then went, each once.
 func (s *failover) checkControllersRanOnce(t *testing.T) {
 	namespaces := []string{"before-0", "before-1", "leaderless-0", "leaderless-1", "after-0", "after-1", loadNS, gcNS}
-	eventually(t, 15*time.Second, "default ServiceAccounts and the collector's deletes", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, "default ServiceAccounts and the collector's deletes", func() (bool, string) {
 		var missing []string
 		for _, ns := range namespaces {
 			if _, err := s.a.client.CoreV1().ServiceAccounts(ns).Get(s.ctx, "default", metav1.GetOptions{}); err != nil {
@@ -679,7 +665,7 @@ func (s *failover) checkControllersRanOnce(t *testing.T) {
 }
 
 func (s *failover) deadReplicaLeavesEndpoints(t *testing.T) {
-	eventually(t, 30*time.Second-time.Since(s.killed), "2 endpoints", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second-time.Since(s.killed), "2 endpoints", func() (bool, string) {
 		n, detail := endpointCount(s.ctx, s.a.client)
 		return n == 2, detail
 	})
@@ -700,7 +686,7 @@ func (s *failover) gracefulStopHandsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The others look every second, jittered up to 2.2 s.
-	eventually(t, 5*time.Second, last.name+" leads", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, last.name+" leads", func() (bool, string) {
 		return len(last.leading()) == 1, "not leading"
 	})
 	t.Logf("%s leads %v after %s was stopped", last.name, time.Since(stopped).Round(10*time.Millisecond), s.next.name)
@@ -736,16 +722,16 @@ func (s *failover) quorumLossAndReturn(t *testing.T) {
 		t.Errorf("a list from the watch cache without quorum: %v", err)
 	}
 	// Unable to renew its Lease for 5 s, the leader stops its work.
-	eventually(t, 10*time.Second, last.name+" stops leading", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, last.name+" stops leading", func() (bool, string) {
 		return strings.Contains(last.proc.Log().String(), `msg="stopped leading"`), "still leading"
 	})
 	s.etcd.restart(t, s.firstStopped) // two of three
-	eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "a write with the quorum back", func() (bool, string) {
 		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
 	// It campaigns again, and leads again: a second term.
-	eventually(t, 20*time.Second, last.name+" leads again", func() (bool, string) {
+	poll.Eventually(t, 20*time.Second, last.name+" leads again", func() (bool, string) {
 		l, err := last.client.CoordinationV1().Leases("kube-system").Get(ctx, controllersLease, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
