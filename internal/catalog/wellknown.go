@@ -12,6 +12,7 @@ var (
 	ServiceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	PodsGVR            = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	ServicesGVR        = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	NodesGVR           = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	DeploymentsGVR     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 	FlowSchemasGVR                 = schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"}

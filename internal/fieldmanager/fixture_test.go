@@ -240,7 +240,7 @@ func (o Scale) run(s *state) error {
 		func(cur *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 			err := unstructured.SetNestedField(cur.Object, o.Replicas, "spec", "replicas")
 			return cur, err
-		}, true, objects.WriteOptions{Manager: o.Manager})
+		}, objects.RecordScaleFields, objects.WriteOptions{Manager: o.Manager})
 	return err
 }
 func (o Scale) expect() string { return o.Err }

@@ -29,11 +29,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/catalog"
 )
 
-var (
-	nodesResource    = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
-	podsGR           = schema.GroupResource{Resource: "pods"}
-	servicesResource = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-)
+var podsGR = catalog.PodsGVR.GroupResource()
 
 // kubeletPreferredAddressTypes is kube-apiserver's default --kubelet-preferred-address-types.
 var kubeletPreferredAddressTypes = []v1.NodeAddressType{v1.NodeHostName, v1.NodeInternalDNS, v1.NodeInternalIP, v1.NodeExternalDNS, v1.NodeExternalIP}
@@ -219,7 +215,7 @@ type nodeConnections struct {
 }
 
 func (c nodeConnections) GetConnectionInfo(ctx context.Context, nodeName types.NodeName) (*client.ConnectionInfo, error) {
-	nodes, ok := c.h.objects.Catalog().Lookup(nodesResource)
+	nodes, ok := c.h.objects.Catalog().Lookup(catalog.NodesGVR)
 	if !ok {
 		return nil, apierrors.NewNotFound(c.asResource, string(nodeName))
 	}

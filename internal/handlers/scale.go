@@ -19,13 +19,6 @@ import (
 
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
-// Whether objects.UpdateScale records the request's fields in managedFields: an update's and a
-// patch's are recorded as they are written; an apply's merge has recorded them.
-const (
-	trackScaleFields  = true
-	scaleFieldsMerged = false
-)
-
 // scale serves the scale subresource: get, update, patch (incl. apply) of an autoscaling/v1 Scale.
 func (h *Handler) scale(rq *request) error {
 	if err := checkAcceptable(rq); err != nil {
@@ -69,7 +62,7 @@ func (h *Handler) updateScale(rq *request) error {
 		}
 		return next, nil
 	}
-	return h.writeScale(rq, mutate, trackScaleFields, askedByUpdate(opts).writeOptions(rq, nil))
+	return h.writeScale(rq, mutate, objects.RecordScaleFields, askedByUpdate(opts).writeOptions(rq, nil))
 }
 
 func (h *Handler) patchScale(rq *request) error {
@@ -80,7 +73,7 @@ func (h *Handler) patchScale(rq *request) error {
 	}
 	wo := askedByPatch(opts).writeOptions(rq, nil)
 	if pt != types.ApplyYAMLPatchType {
-		return h.writeScale(rq, h.patchedScale(rq, pt, patch), trackScaleFields, wo)
+		return h.writeScale(rq, h.patchedScale(rq, pt, patch), objects.RecordScaleFields, wo)
 	}
 	data, err := toJSON("application/yaml", patch)
 	if err != nil {
@@ -92,7 +85,7 @@ func (h *Handler) patchScale(rq *request) error {
 	}
 	return h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 		return objects.MergeApplied(fm, current, config, opts.FieldManager, forced(opts))
-	}, scaleFieldsMerged, wo)
+	}, objects.ScaleFieldsMerged, wo)
 }
 
 // patchedScale patches a Scale as kube patches it: its own encoding of the Scale, fields in
@@ -131,8 +124,8 @@ func (h *Handler) patchedScale(rq *request, pt types.PatchType, patch []byte) ob
 	}
 }
 
-func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, track bool, wo objects.WriteOptions) error {
-	res, err := h.objects.UpdateScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, track, wo)
+func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, fields objects.ScaleFields, wo objects.WriteOptions) error {
+	res, err := h.objects.UpdateScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, fields, wo)
 	return h.answerWrite(rq, http.StatusOK, res, err)
 }
 

@@ -42,10 +42,19 @@ func namespacedOrNot(r *catalog.Resource, namespace string) string {
 	return ""
 }
 
+// ScaleFields says whether UpdateScale still has to record the write in managedFields.
+type ScaleFields bool
+
+const (
+	// RecordScaleFields: an update's and a patch's fields are recorded as they are written.
+	RecordScaleFields ScaleFields = true
+	// ScaleFieldsMerged: an apply's merge has recorded them already.
+	ScaleFieldsMerged ScaleFields = false
+)
+
 // UpdateScale changes the object's replicas through its Scale. mutate gets the Scale with the
-// managedFields that concern it; track says whether the write still has to be recorded in them
-// (it has not for apply, whose merge records it).
-func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespace, name string, mutate ScaleMutation, track bool, opts WriteOptions) (Result, error) {
+// managedFields that concern it; fields says whether the write still has to be recorded in them.
+func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespace, name string, mutate ScaleMutation, fields ScaleFields, opts WriteOptions) (Result, error) {
 	fm, err := s.fields.ForScale(r)
 	if err != nil {
 		return Result{}, apierrors.NewInternalError(err)
@@ -67,7 +76,7 @@ func (s *Service) UpdateScale(ctx context.Context, r *catalog.Resource, namespac
 		if err != nil {
 			return nil, err
 		}
-		if track {
+		if fields == RecordScaleFields {
 			next = fm.UpdateNoErrors(current, next, opts.Manager).(*unstructured.Unstructured)
 		}
 		replicas, found, err := unstructured.NestedInt64(next.Object, "spec", "replicas")

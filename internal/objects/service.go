@@ -43,7 +43,7 @@ func (s *Service) Catalog() *catalog.Catalog { return s.cat }
 // Store returns the underlying store.
 func (s *Service) Store() *storage.Store { return s.store }
 
-var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+var namespacesResource = catalog.NamespacesGVR.GroupResource()
 
 func qualifiedResource(r *catalog.Resource) schema.GroupResource {
 	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Name}

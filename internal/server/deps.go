@@ -10,11 +10,10 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/kube"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
-
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // kubeDeps gives kube's strategies what they consult beyond the object, read through the
 // objects service (bound late: the service needs the catalogue these deps go into).
@@ -30,7 +29,7 @@ func kubeDeps(svc func() *objects.Service, lb *loopback) kube.Deps {
 			return a.CheckRBACWrite(ctx, obj, old)
 		},
 		Namespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
-			r, _ := svc().Catalog().Lookup(namespacesGVR)
+			r, _ := svc().Catalog().Lookup(catalog.NamespacesGVR)
 			u, err := svc().Get(ctx, r, "", name)
 			if err != nil {
 				return nil, err

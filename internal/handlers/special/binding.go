@@ -41,7 +41,7 @@ func (b *binder) Serve(rq *handlers.Request) error {
 	if err := checkBinding(info, binding); err != nil {
 		return err
 	}
-	pods, ok := b.objects.Catalog().Lookup(podsResource)
+	pods, ok := b.objects.Catalog().Lookup(catalog.PodsGVR)
 	if !ok {
 		return handlers.ErrNoRoute
 	}

@@ -1,7 +1,6 @@
 package special
 
 import (
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -46,9 +45,3 @@ func New(svc *objects.Service, auth Auth, tokens TokenIssuer) handlers.Endpoints
 	}
 	return e
 }
-
-var (
-	podsResource    = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	nodesResource   = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
-	secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-)

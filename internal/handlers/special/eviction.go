@@ -80,7 +80,7 @@ func (e *evictions) Serve(rq *handlers.Request) error {
 	if err != nil {
 		return err
 	}
-	pods, ok := e.objects.Catalog().Lookup(podsResource)
+	pods, ok := e.objects.Catalog().Lookup(catalog.PodsGVR)
 	if !ok {
 		return handlers.ErrNoRoute
 	}

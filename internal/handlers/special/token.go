@@ -132,11 +132,11 @@ func (t *tokenRequests) boundObject(ctx context.Context, namespace string, ref *
 	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 	switch {
 	case gvk.Group == "" && gvk.Kind == "Pod":
-		gvr, obj = podsResource, &corev1.Pod{}
+		gvr, obj = catalog.PodsGVR, &corev1.Pod{}
 	case gvk.Group == "" && gvk.Kind == "Secret":
-		gvr, obj = secretsResource, &corev1.Secret{}
+		gvr, obj = catalog.SecretsGVR, &corev1.Secret{}
 	case gvk.Group == "" && gvk.Kind == "Node":
-		gvr, obj, namespace = nodesResource, &corev1.Node{}, ""
+		gvr, obj, namespace = catalog.NodesGVR, &corev1.Node{}, ""
 	default:
 		return nil, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/catalog/builtin"
@@ -27,7 +26,7 @@ func NewService(t testing.TB, namespaces ...string) (*objects.Service, *catalog.
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	svc := objects.NewService(storage.NewStore(b.Client), cat)
-	nss, _ := cat.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	nss, _ := cat.Lookup(catalog.NamespacesGVR)
 	for _, name := range namespaces {
 		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
 		if _, err := svc.Create(context.Background(), nss, "", ns, objects.WriteOptions{}); err != nil {
