@@ -179,6 +179,9 @@ func testController() *Controller {
 	return &Controller{cat: catalog.New(), log: slog.New(slog.DiscardHandler), conversion: &webhookConversion{}}
 }
 
+// webhookAt is the client configuration of a path of the test's conversion webhook.
+type webhookAt func(path string) apiextensionsv1.WebhookClientConfig
+
 func TestWebhookConversion(t *testing.T) {
 	hook := &renameHook{}
 	srv, caPEM := tlsServer(t, hook)
@@ -187,106 +190,116 @@ func TestWebhookConversion(t *testing.T) {
 		return apiextensionsv1.WebhookClientConfig{URL: &u, CABundle: caPEM}
 	}
 	c := testController()
-
 	for _, reviewVersion := range []string{"v1", "v1beta1"} {
-		t.Run("ConversionReview "+reviewVersion, func(t *testing.T) {
-			rs := served(t, c, twoVersionCRD(at("/convert"), reviewVersion))
-			v1, v2 := rs["v1"], rs["v2"]
-			if v1.Conversion == nil || v2.Conversion == nil || v2.ConvertVersion == nil {
-				t.Fatal("a Webhook CRD's versions have no conversion")
-			}
-			hook.take()
+		t.Run("ConversionReview "+reviewVersion, func(t *testing.T) { checkConversionReview(t, c, hook, at, reviewVersion) })
+	}
+	t.Run("admission", func(t *testing.T) { checkAdmissionConversion(t, c, at) })
+	t.Run("labels and annotations only", func(t *testing.T) { checkMetadataConversion(t, c, at) })
+	checkWebhookFailures(t, c, hook, at, caPEM)
+}
 
-			// Read at v2 what is stored at v1.
-			obj := widget("v1", "color", "red")
-			if err := v2.Conversion.FromStorage(obj); err != nil {
-				t.Fatal(err)
-			}
-			if obj.GetAPIVersion() != "stable.example.com/v2" || obj.Object["spec"].(map[string]any)["colour"] != "red" || obj.GetResourceVersion() != "7" {
-				t.Errorf("read at v2: %v", obj.Object)
-			}
-			reviews := hook.take()
-			if len(reviews) != 1 {
-				t.Fatalf("webhook calls: %d", len(reviews))
-			}
-			if reviews[0]["apiVersion"] != "apiextensions.k8s.io/"+reviewVersion || reviews[0]["kind"] != "ConversionReview" {
-				t.Errorf("review sent: %v", reviews[0])
-			}
-			req := reviews[0]["request"].(map[string]any)
-			sent := req["objects"].([]any)[0].(map[string]any)
-			if req["desiredAPIVersion"] != "stable.example.com/v2" || sent["metadata"].(map[string]any)["resourceVersion"] != nil {
-				t.Errorf("request sent (kube's storage sends objects without resourceVersion): %v", req)
-			}
+// checkConversionReview reads and writes through a webhook speaking reviewVersion.
+func checkConversionReview(t *testing.T, c *Controller, hook *renameHook, at webhookAt, reviewVersion string) {
+	rs := served(t, c, twoVersionCRD(at("/convert"), reviewVersion))
+	v1, v2 := rs["v1"], rs["v2"]
+	if v1.Conversion == nil || v2.Conversion == nil || v2.ConvertVersion == nil {
+		t.Fatal("a Webhook CRD's versions have no conversion")
+	}
+	hook.take()
 
-			// Write at v2: stored at v1.
-			obj = widget("v2", "colour", "blue")
-			if err := v2.Conversion.ToStorage(obj); err != nil {
-				t.Fatal(err)
-			}
-			if obj.GetAPIVersion() != "stable.example.com/v1" || obj.Object["spec"].(map[string]any)["color"] != "blue" {
-				t.Errorf("stored from v2: %v", obj.Object)
-			}
-
-			// The storage version's own objects need no webhook; objects stored at another
-			// version (an earlier storage version) do.
-			hook.take()
-			obj = widget("v1", "color", "green")
-			if err := v1.Conversion.FromStorage(obj); err != nil || obj.Object["spec"].(map[string]any)["color"] != "green" {
-				t.Errorf("read at the storage version: %v, %v", obj.Object, err)
-			}
-			if err := v1.Conversion.ToStorage(obj); err != nil || obj.GetAPIVersion() != "stable.example.com/v1" {
-				t.Errorf("write at the storage version: %v, %v", obj.Object, err)
-			}
-			if n := len(hook.take()); n != 0 {
-				t.Errorf("webhook called %d times for objects at the version asked", n)
-			}
-			obj = widget("v2", "colour", "green")
-			if err := v1.Conversion.FromStorage(obj); err != nil || obj.Object["spec"].(map[string]any)["color"] != "green" {
-				t.Errorf("read at v1 of an object stored at v2: %v, %v", obj.Object, err)
-			}
-
-			// Field management's conversions leave their input alone.
-			in := widget("v1", "color", "red")
-			out, err := v2.ConvertVersion(in, schema.GroupVersion{Group: "stable.example.com", Version: "v2"})
-			if err != nil || out.Object["spec"].(map[string]any)["colour"] != "red" || in.GetAPIVersion() != "stable.example.com/v1" {
-				t.Errorf("ConvertVersion: %v (input %v), %v", out, in, err)
-			}
-		})
+	// Read at v2 what is stored at v1.
+	obj := widget("v1", "color", "red")
+	if err := v2.Conversion.FromStorage(obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetAPIVersion() != "stable.example.com/v2" || obj.Object["spec"].(map[string]any)["colour"] != "red" || obj.GetResourceVersion() != "7" {
+		t.Errorf("read at v2: %v", obj.Object)
+	}
+	reviews := hook.take()
+	if len(reviews) != 1 {
+		t.Fatalf("webhook calls: %d", len(reviews))
+	}
+	if reviews[0]["apiVersion"] != "apiextensions.k8s.io/"+reviewVersion || reviews[0]["kind"] != "ConversionReview" {
+		t.Errorf("review sent: %v", reviews[0])
+	}
+	req := reviews[0]["request"].(map[string]any)
+	sent := req["objects"].([]any)[0].(map[string]any)
+	if req["desiredAPIVersion"] != "stable.example.com/v2" || sent["metadata"].(map[string]any)["resourceVersion"] != nil {
+		t.Errorf("request sent (kube's storage sends objects without resourceVersion): %v", req)
 	}
 
-	t.Run("admission", func(t *testing.T) {
-		crd := twoVersionCRD(at("/convert"))
-		crd.Status = c.acceptNames(crd)
-		objs := admissionObjects(crd, newCRDConverter(crd, c.conversion))
-		v2 := schema.GroupVersionResource{Group: "stable.example.com", Version: "v2", Resource: "widgets"}
-		if got := fmt.Sprint(objs.GetEquivalentResourceMapper().EquivalentResourcesFor(v2, "")); got != "[stable.example.com/v1, Resource=widgets stable.example.com/v2, Resource=widgets]" {
-			t.Errorf("equivalent resources: %s", got)
-		}
-		if got := objs.GetEquivalentResourceMapper().KindFor(v2.GroupResource().WithVersion("v1"), ""); got.String() != "stable.example.com/v1, Kind=Widget" {
-			t.Errorf("kind of v1: %s", got)
-		}
-		out := &unstructured.Unstructured{}
-		out.SetGroupVersionKind(schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "Widget"})
-		if err := objs.GetObjectConvertor().Convert(widget("v2", "colour", "red"), out, nil); err != nil {
-			t.Fatal(err)
-		}
-		if out.Object["spec"].(map[string]any)["color"] != "red" {
-			t.Errorf("admission's conversion to v1: %v", out.Object)
-		}
-	})
+	// Write at v2: stored at v1.
+	obj = widget("v2", "colour", "blue")
+	if err := v2.Conversion.ToStorage(obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetAPIVersion() != "stable.example.com/v1" || obj.Object["spec"].(map[string]any)["color"] != "blue" {
+		t.Errorf("stored from v2: %v", obj.Object)
+	}
 
-	t.Run("labels and annotations only", func(t *testing.T) {
-		rs := served(t, c, twoVersionCRD(at("/labels")))
-		obj := widget("v1", "color", "red")
-		if err := rs["v2"].Conversion.FromStorage(obj); err != nil {
-			t.Fatal(err)
-		}
-		if obj.GetLabels()["converted"] != "yes" || obj.GetGeneration() != 1 {
-			t.Errorf("metadata after conversion (kube keeps all but labels and annotations): %v", obj.Object["metadata"])
-		}
-	})
+	// The storage version's own objects need no webhook; objects stored at another
+	// version (an earlier storage version) do.
+	hook.take()
+	obj = widget("v1", "color", "green")
+	if err := v1.Conversion.FromStorage(obj); err != nil || obj.Object["spec"].(map[string]any)["color"] != "green" {
+		t.Errorf("read at the storage version: %v, %v", obj.Object, err)
+	}
+	if err := v1.Conversion.ToStorage(obj); err != nil || obj.GetAPIVersion() != "stable.example.com/v1" {
+		t.Errorf("write at the storage version: %v, %v", obj.Object, err)
+	}
+	if n := len(hook.take()); n != 0 {
+		t.Errorf("webhook called %d times for objects at the version asked", n)
+	}
+	obj = widget("v2", "colour", "green")
+	if err := v1.Conversion.FromStorage(obj); err != nil || obj.Object["spec"].(map[string]any)["color"] != "green" {
+		t.Errorf("read at v1 of an object stored at v2: %v, %v", obj.Object, err)
+	}
 
-	// Failures, with kube-apiserver's messages (asked of kube-reference).
+	// Field management's conversions leave their input alone.
+	in := widget("v1", "color", "red")
+	out, err := v2.ConvertVersion(in, schema.GroupVersion{Group: "stable.example.com", Version: "v2"})
+	if err != nil || out.Object["spec"].(map[string]any)["colour"] != "red" || in.GetAPIVersion() != "stable.example.com/v1" {
+		t.Errorf("ConvertVersion: %v (input %v), %v", out, in, err)
+	}
+}
+
+// checkAdmissionConversion: admission's equivalent resources and conversions go through the webhook.
+func checkAdmissionConversion(t *testing.T, c *Controller, at webhookAt) {
+	crd := twoVersionCRD(at("/convert"))
+	crd.Status = c.acceptNames(crd)
+	objs := admissionObjects(crd, newCRDConverter(crd, c.conversion))
+	v2 := schema.GroupVersionResource{Group: "stable.example.com", Version: "v2", Resource: "widgets"}
+	if got := fmt.Sprint(objs.GetEquivalentResourceMapper().EquivalentResourcesFor(v2, "")); got != "[stable.example.com/v1, Resource=widgets stable.example.com/v2, Resource=widgets]" {
+		t.Errorf("equivalent resources: %s", got)
+	}
+	if got := objs.GetEquivalentResourceMapper().KindFor(v2.GroupResource().WithVersion("v1"), ""); got.String() != "stable.example.com/v1, Kind=Widget" {
+		t.Errorf("kind of v1: %s", got)
+	}
+	out := &unstructured.Unstructured{}
+	out.SetGroupVersionKind(schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "Widget"})
+	if err := objs.GetObjectConvertor().Convert(widget("v2", "colour", "red"), out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.Object["spec"].(map[string]any)["color"] != "red" {
+		t.Errorf("admission's conversion to v1: %v", out.Object)
+	}
+}
+
+// checkMetadataConversion: kube keeps all of a converted object's metadata but labels and annotations.
+func checkMetadataConversion(t *testing.T, c *Controller, at webhookAt) {
+	rs := served(t, c, twoVersionCRD(at("/labels")))
+	obj := widget("v1", "color", "red")
+	if err := rs["v2"].Conversion.FromStorage(obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetLabels()["converted"] != "yes" || obj.GetGeneration() != 1 {
+		t.Errorf("metadata after conversion (kube keeps all but labels and annotations): %v", obj.Object["metadata"])
+	}
+}
+
+// checkWebhookFailures: each way a webhook fails, with kube-apiserver's messages (asked of
+// kube-reference).
+func checkWebhookFailures(t *testing.T, c *Controller, hook *renameHook, at webhookAt, caPEM []byte) {
 	down := httptest.NewTLSServer(http.NotFoundHandler())
 	downURL := down.URL + "/convert"
 	down.Close()

@@ -234,25 +234,29 @@ func TestLegacyTokens(t *testing.T) {
 
 // TestIssueToken: kube's TokenREST after its lookups: defaults, bound object checks and their
 // messages, expiration caps and extension, claims.
-func TestIssueToken(t *testing.T) {
+// issueTokenCase is a TokenRequest and what IssueToken must answer to it.
+type issueTokenCase struct {
+	name       string
+	sa         ServiceAccountConfig
+	req        func(c *cluster) (*authenticationapi.TokenRequest, runtime.Object)
+	err        string // the exact message of the API error
+	code       int32
+	lifetime   int64  // exp - iat of the token
+	expiration int64  // expirationSeconds of the answer
+	warnAfter  int64  // warnafter - iat, 0 for none
+	warning    string // a warning recorded
+	node       map[string]any
+}
+
+// issueTokenCases are TokenRequests for pods, secrets and other objects, with kube's answers.
+func issueTokenCases() []issueTokenCase {
 	const year = serviceaccount.ExpirationExtensionSeconds
 	otherPod := func(c *cluster) runtime.Object {
 		p := c.pod.DeepCopy()
 		p.Spec.ServiceAccountName = "other"
 		return p
 	}
-	tests := []struct {
-		name       string
-		sa         ServiceAccountConfig
-		req        func(c *cluster) (*authenticationapi.TokenRequest, runtime.Object)
-		err        string // the exact message of the API error
-		code       int32
-		lifetime   int64  // exp - iat of the token
-		expiration int64  // expirationSeconds of the answer
-		warnAfter  int64  // warnafter - iat, 0 for none
-		warning    string // a warning recorded
-		node       map[string]any
-	}{
+	return []issueTokenCase{
 		{name: "defaults", req: func(c *cluster) (*authenticationapi.TokenRequest, runtime.Object) {
 			return tokenRequestFor(nil, 3600), nil
 		}, lifetime: 3600, expiration: 3600},
@@ -316,64 +320,70 @@ func TestIssueToken(t *testing.T) {
 			return tokenRequestFor(c.pod, 3607), c.pod
 		}, lifetime: 3600, expiration: 3600, warning: "requested expiration of 3607 seconds shortened to 3600 seconds", node: map[string]any{"name": "n1", "uid": "node-uid"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := newCluster()
-			sa := tt.sa
-			sa.DataDir = t.TempDir()
-			a, err := build(Config{ServiceAccounts: sa}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.use(a)
-			req, bound := tt.req(c)
-			recorder := &warnings{}
-			before := time.Now().Truncate(time.Second)
-			out, err := a.IssueToken(warning.WithWarningRecorder(context.Background(), recorder), c.sa, req, bound)
-			if tt.code != 0 {
-				status, ok := err.(apierrors.APIStatus)
-				if !ok || status.Status().Code != tt.code || (tt.err != "" && status.Status().Message != tt.err) {
-					t.Fatalf("error %v, want %d %q", err, tt.code, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.Name != "sa1" || out.Namespace != "ns1" || out.UID != "sa-uid" || out.CreationTimestamp.Time.Before(before) {
-				t.Errorf("metadata %+v", out.ObjectMeta)
-			}
-			if out.Spec.ExpirationSeconds != tt.expiration {
-				t.Errorf("expirationSeconds %d, want %d", out.Spec.ExpirationSeconds, tt.expiration)
-			}
-			if got := out.Status.ExpirationTimestamp.Sub(out.CreationTimestamp.Time); got != time.Duration(tt.expiration)*time.Second {
-				t.Errorf("expirationTimestamp %s after creation, want %ds", got, tt.expiration)
-			}
-			if len(req.Spec.Audiences) == 0 && (len(out.Spec.Audiences) != 1 || out.Spec.Audiences[0] != DefaultIssuer) {
-				t.Errorf("audiences %v, want the API audiences", out.Spec.Audiences)
-			}
-			if tt.warning != "" && (len(recorder.texts) != 1 || recorder.texts[0] != tt.warning) {
-				t.Errorf("warnings %q, want %q", recorder.texts, tt.warning)
-			}
-			cl := claims(t, out.Status.Token)
-			iat := int64(cl["iat"].(float64))
-			if cl["iss"] != DefaultIssuer || cl["sub"] != "system:serviceaccount:ns1:sa1" || int64(cl["exp"].(float64))-iat != tt.lifetime || cl["jti"] == nil {
-				t.Errorf("claims %v", cl)
-			}
-			if aud := cl["aud"].([]any); len(aud) != len(out.Spec.Audiences) || aud[0] != out.Spec.Audiences[0] {
-				t.Errorf("aud %v, want %v", aud, out.Spec.Audiences)
-			}
-			k8s := cl["kubernetes.io"].(map[string]any)
-			if w, _ := k8s["warnafter"].(float64); int64(w) != 0 && int64(w)-iat != tt.warnAfter || (w == 0) != (tt.warnAfter == 0) {
-				t.Errorf("warnafter %v, want iat+%d", k8s["warnafter"], tt.warnAfter)
-			}
-			if node, _ := k8s["node"].(map[string]any); len(node) != len(tt.node) || node["name"] != tt.node["name"] || node["uid"] != tt.node["uid"] {
-				t.Errorf("node claim %v, want %v", k8s["node"], tt.node)
-			}
-			if h := header(t, out.Status.Token); h["alg"] != "ES256" || h["kid"] == "" {
-				t.Errorf("header %v", h)
-			}
-		})
+}
+
+func TestIssueToken(t *testing.T) {
+	for _, tt := range issueTokenCases() {
+		t.Run(tt.name, tt.check)
+	}
+}
+
+// check issues tt's token and checks the answer, its claims and its header.
+func (tt issueTokenCase) check(t *testing.T) {
+	c := newCluster()
+	sa := tt.sa
+	sa.DataDir = t.TempDir()
+	a, err := build(Config{ServiceAccounts: sa}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.use(a)
+	req, bound := tt.req(c)
+	recorder := &warnings{}
+	before := time.Now().Truncate(time.Second)
+	out, err := a.IssueToken(warning.WithWarningRecorder(context.Background(), recorder), c.sa, req, bound)
+	if tt.code != 0 {
+		status, ok := err.(apierrors.APIStatus)
+		if !ok || status.Status().Code != tt.code || (tt.err != "" && status.Status().Message != tt.err) {
+			t.Fatalf("error %v, want %d %q", err, tt.code, tt.err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Name != "sa1" || out.Namespace != "ns1" || out.UID != "sa-uid" || out.CreationTimestamp.Time.Before(before) {
+		t.Errorf("metadata %+v", out.ObjectMeta)
+	}
+	if out.Spec.ExpirationSeconds != tt.expiration {
+		t.Errorf("expirationSeconds %d, want %d", out.Spec.ExpirationSeconds, tt.expiration)
+	}
+	if got := out.Status.ExpirationTimestamp.Sub(out.CreationTimestamp.Time); got != time.Duration(tt.expiration)*time.Second {
+		t.Errorf("expirationTimestamp %s after creation, want %ds", got, tt.expiration)
+	}
+	if len(req.Spec.Audiences) == 0 && (len(out.Spec.Audiences) != 1 || out.Spec.Audiences[0] != DefaultIssuer) {
+		t.Errorf("audiences %v, want the API audiences", out.Spec.Audiences)
+	}
+	if tt.warning != "" && (len(recorder.texts) != 1 || recorder.texts[0] != tt.warning) {
+		t.Errorf("warnings %q, want %q", recorder.texts, tt.warning)
+	}
+	cl := claims(t, out.Status.Token)
+	iat := int64(cl["iat"].(float64))
+	if cl["iss"] != DefaultIssuer || cl["sub"] != "system:serviceaccount:ns1:sa1" || int64(cl["exp"].(float64))-iat != tt.lifetime || cl["jti"] == nil {
+		t.Errorf("claims %v", cl)
+	}
+	if aud := cl["aud"].([]any); len(aud) != len(out.Spec.Audiences) || aud[0] != out.Spec.Audiences[0] {
+		t.Errorf("aud %v, want %v", aud, out.Spec.Audiences)
+	}
+	k8s := cl["kubernetes.io"].(map[string]any)
+	if w, _ := k8s["warnafter"].(float64); int64(w) != 0 && int64(w)-iat != tt.warnAfter || (w == 0) != (tt.warnAfter == 0) {
+		t.Errorf("warnafter %v, want iat+%d", k8s["warnafter"], tt.warnAfter)
+	}
+	if node, _ := k8s["node"].(map[string]any); len(node) != len(tt.node) || node["name"] != tt.node["name"] || node["uid"] != tt.node["uid"] {
+		t.Errorf("node claim %v, want %v", k8s["node"], tt.node)
+	}
+	if h := header(t, out.Status.Token); h["alg"] != "ES256" || h["kid"] == "" {
+		t.Errorf("header %v", h)
 	}
 }
 

@@ -112,118 +112,144 @@ func TestWanted(t *testing.T) {
 	}
 }
 
-func TestPublisher(t *testing.T) {
+// publisher is a running root CA publisher over a fresh objects service, and what its tests ask
+// of the ConfigMaps it writes.
+type publisher struct {
+	ctx context.Context
+	svc *objects.Service
+	cms *catalog.Resource
+	ca  string
+}
+
+func newPublisher(t *testing.T) *publisher {
 	svc, cat := objectstest.NewService(t, "before")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	ca := lapisCA(t)
 	go NewController(svc, []byte(ca), discard).Run(ctx)
 	cms, _ := cat.Lookup(catalog.ConfigMapsGVR)
+	return &publisher{ctx: ctx, svc: svc, cms: cms, ca: ca}
+}
 
-	get := func(ns string) (*unstructured.Unstructured, error) { return svc.Get(ctx, cms, ns, ConfigMapName) }
-	published := func(cm *unstructured.Unstructured) bool {
-		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-		return maps.Equal(data, map[string]string{"ca.crt": ca}) && cm.GetAnnotations()[DescriptionAnnotation] == Description
+func (p *publisher) get(ns string) (*unstructured.Unstructured, error) {
+	return p.svc.Get(p.ctx, p.cms, ns, ConfigMapName)
+}
+
+func (p *publisher) published(cm *unstructured.Unstructured) bool {
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	return maps.Equal(data, map[string]string{"ca.crt": p.ca}) && cm.GetAnnotations()[DescriptionAnnotation] == Description
+}
+
+// created waits for the ConfigMap in ns as kube publishes it.
+func (p *publisher) created(t *testing.T, ns string) *unstructured.Unstructured {
+	t.Helper()
+	var cm *unstructured.Unstructured
+	controllertest.Eventually(t, "kube-root-ca.crt in "+ns, func() bool {
+		var err error
+		cm, err = p.get(ns)
+		return err == nil && p.published(cm)
+	})
+	return cm
+}
+
+func (p *publisher) newNamespace(t *testing.T, name string) {
+	controllertest.CreateNamespace(p.ctx, t, p.svc, name)
+}
+
+func (p *publisher) change(t *testing.T, ns string, mutate func(cm *unstructured.Unstructured)) *unstructured.Unstructured {
+	t.Helper()
+	res, err := p.svc.Update(p.ctx, p.cms, ns, ConfigMapName, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		mutate(cur)
+		return cur, nil
+	}, objects.WriteOptions{Manager: "kubectl-edit"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// created waits for the ConfigMap in ns as kube publishes it.
-	created := func(t *testing.T, ns string) *unstructured.Unstructured {
-		t.Helper()
-		var cm *unstructured.Unstructured
-		controllertest.Eventually(t, "kube-root-ca.crt in "+ns, func() bool {
-			var err error
-			cm, err = get(ns)
-			return err == nil && published(cm)
+	return res.Object
+}
+
+// restored changes the ConfigMap, then waits for a newer version that is published again.
+func (p *publisher) restored(name string, mutate func(cm *unstructured.Unstructured)) func(t *testing.T) {
+	return func(t *testing.T) {
+		p.newNamespace(t, name)
+		p.created(t, name)
+		changed := p.change(t, name, mutate)
+		controllertest.Eventually(t, "published again", func() bool {
+			cm, err := p.get(name)
+			return err == nil && p.published(cm) && cm.GetResourceVersion() != changed.GetResourceVersion()
 		})
-		return cm
 	}
-	newNamespace := func(t *testing.T, name string) { controllertest.CreateNamespace(ctx, t, svc, name) }
-	change := func(t *testing.T, ns string, mutate func(cm *unstructured.Unstructured)) *unstructured.Unstructured {
-		t.Helper()
-		res, err := svc.Update(ctx, cms, ns, ConfigMapName, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			mutate(cur)
-			return cur, nil
-		}, objects.WriteOptions{Manager: "kubectl-edit"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Object
-	}
-	// restored changes the ConfigMap, then waits for a newer version that is published again.
-	restored := func(name string, mutate func(cm *unstructured.Unstructured)) func(t *testing.T) {
-		return func(t *testing.T) {
-			newNamespace(t, name)
-			created(t, name)
-			changed := change(t, name, mutate)
-			controllertest.Eventually(t, "published again", func() bool {
-				cm, err := get(name)
-				return err == nil && published(cm) && cm.GetResourceVersion() != changed.GetResourceVersion()
-			})
-		}
-	}
+}
 
+func TestPublisher(t *testing.T) {
+	p := newPublisher(t)
 	tests := []struct {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"a namespace that existed before the controller started gets it", func(t *testing.T) {
-			created(t, "before")
-		}},
-		{"a new namespace gets it, written by kube-controller-manager", func(t *testing.T) {
-			newNamespace(t, "fresh")
-			cm := created(t, "fresh")
-			if got := slices.Sorted(maps.Keys(cm.GetAnnotations())); !slices.Equal(got, []string{DescriptionAnnotation}) {
-				t.Errorf("annotations %v", got)
-			}
-			mf := cm.GetManagedFields()
-			if len(mf) != 1 || mf[0].Manager != "kube-controller-manager" || mf[0].Operation != "Update" {
-				t.Errorf("managedFields %+v, want one Update by kube-controller-manager", mf)
-			}
-		}},
-		{"deleted, it comes back", func(t *testing.T) {
-			newNamespace(t, "again")
-			first := created(t, "again")
-			if _, err := svc.Delete(ctx, cms, "again", ConfigMapName, objects.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			controllertest.Eventually(t, "a new kube-root-ca.crt", func() bool {
-				cm, err := get("again")
-				return err == nil && published(cm) && cm.GetUID() != first.GetUID()
-			})
-		}},
-		{"changed data is put back", restored("changed", func(cm *unstructured.Unstructured) {
+		{"a namespace that existed before the controller started gets it", func(t *testing.T) { p.created(t, "before") }},
+		{"a new namespace gets it, written by kube-controller-manager", p.writtenByKubeControllerManager},
+		{"deleted, it comes back", p.comesBack},
+		{"changed data is put back", p.restored("changed", func(cm *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(cm.Object, "not a CA", "data", "ca.crt")
 		})},
-		{"an added key is removed", restored("added", func(cm *unstructured.Unstructured) {
+		{"an added key is removed", p.restored("added", func(cm *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(cm.Object, "x", "data", "extra")
 		})},
-		{"the removed data is put back", restored("emptied", func(cm *unstructured.Unstructured) {
+		{"the removed data is put back", p.restored("emptied", func(cm *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(cm.Object, "data")
 		})},
-		{"a removed annotation is put back", restored("unannotated", func(cm *unstructured.Unstructured) {
+		{"a removed annotation is put back", p.restored("unannotated", func(cm *unstructured.Unstructured) {
 			cm.SetAnnotations(map[string]string{"other": "kept"})
 		})},
-		{"a changed but non-empty description is left, as kube leaves it", func(t *testing.T) {
-			newNamespace(t, "described")
-			created(t, "described")
-			changed := change(t, "described", func(cm *unstructured.Unstructured) {
-				cm.SetAnnotations(map[string]string{DescriptionAnnotation: "mine"})
-			})
-			// A later change of the data makes the publisher write the description too.
-			time.Sleep(300 * time.Millisecond)
-			cm, err := get("described")
-			if err != nil || cm.GetResourceVersion() != changed.GetResourceVersion() {
-				t.Fatalf("%v, %v: the description was rewritten", cm, err)
-			}
-			change(t, "described", func(cm *unstructured.Unstructured) { cm.Object["data"] = map[string]any{} })
-			created(t, "described")
-		}},
+		{"a changed but non-empty description is left, as kube leaves it", p.descriptionLeft},
 		{"a Terminating namespace gets none", func(t *testing.T) {
-			controllertest.NoneInTerminatingNamespace(ctx, t, svc, cms, ConfigMapName, created)
+			controllertest.NoneInTerminatingNamespace(p.ctx, t, p.svc, p.cms, ConfigMapName, p.created)
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
 	}
+}
+
+func (p *publisher) writtenByKubeControllerManager(t *testing.T) {
+	p.newNamespace(t, "fresh")
+	cm := p.created(t, "fresh")
+	if got := slices.Sorted(maps.Keys(cm.GetAnnotations())); !slices.Equal(got, []string{DescriptionAnnotation}) {
+		t.Errorf("annotations %v", got)
+	}
+	mf := cm.GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != "kube-controller-manager" || mf[0].Operation != "Update" {
+		t.Errorf("managedFields %+v, want one Update by kube-controller-manager", mf)
+	}
+}
+
+func (p *publisher) comesBack(t *testing.T) {
+	p.newNamespace(t, "again")
+	first := p.created(t, "again")
+	if _, err := p.svc.Delete(p.ctx, p.cms, "again", ConfigMapName, objects.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "a new kube-root-ca.crt", func() bool {
+		cm, err := p.get("again")
+		return err == nil && p.published(cm) && cm.GetUID() != first.GetUID()
+	})
+}
+
+func (p *publisher) descriptionLeft(t *testing.T) {
+	p.newNamespace(t, "described")
+	p.created(t, "described")
+	changed := p.change(t, "described", func(cm *unstructured.Unstructured) {
+		cm.SetAnnotations(map[string]string{DescriptionAnnotation: "mine"})
+	})
+	// A later change of the data makes the publisher write the description too.
+	time.Sleep(300 * time.Millisecond)
+	cm, err := p.get("described")
+	if err != nil || cm.GetResourceVersion() != changed.GetResourceVersion() {
+		t.Fatalf("%v, %v: the description was rewritten", cm, err)
+	}
+	p.change(t, "described", func(cm *unstructured.Unstructured) { cm.Object["data"] = map[string]any{} })
+	p.created(t, "described")
 }
 
 // TestSharedStorage: two lapis with different CAs on one storage agree on one bundle with both
