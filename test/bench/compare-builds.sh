@@ -52,10 +52,14 @@ measure() {
   benchlines "$work/$name.bench" >>"$work/$name.txt"
 }
 
+# Which build goes first alternates, so that neither always runs on a machine the other warmed.
 for round in $(seq 1 "$rounds"); do
   echo "== round $round of $rounds"
-  measure base "$base_pid"
-  measure now "$now_pid"
+  if [ $((round % 2)) = 1 ]; then
+    measure base "$base_pid"; measure now "$now_pid"
+  else
+    measure now "$now_pid"; measure base "$base_pid"
+  fi
 done
 
 echo
