@@ -21,7 +21,8 @@ type Endpoint interface {
 	Serve(rq *Request) error
 }
 
-// Route names what an Endpoint serves: a resource, or one subresource of it.
+// Route names what an Endpoint serves: a resource, or one subresource of it; a route with a
+// subresource alone serves that subresource of every resource that has it.
 type Route struct {
 	Group, Resource, Subresource string
 }
@@ -38,7 +39,13 @@ func (h *Handler) WithEndpoints(e Endpoints) *Handler {
 // endpoint is the special endpoint serving rq, if any.
 func (h *Handler) endpoint(rq *request) (Endpoint, bool) {
 	gr := qualified(rq.resource)
-	e, ok := h.endpoints[Route{Group: gr.Group, Resource: gr.Resource, Subresource: rq.info.Subresource}]
+	if e, ok := h.endpoints[Route{Group: gr.Group, Resource: gr.Resource, Subresource: rq.info.Subresource}]; ok {
+		return e, true
+	}
+	if rq.info.Subresource == "" {
+		return nil, false
+	}
+	e, ok := h.endpoints[Route{Subresource: rq.info.Subresource}]
 	return e, ok
 }
 

@@ -112,8 +112,6 @@ func (h *Handler) verb(rq *request) error {
 		return apierrors.NewMethodNotSupported(qualified(rq.resource), rq.info.Verb)
 	}
 	switch rq.info.Subresource {
-	case "scale":
-		return h.scale(rq)
 	case "log", "exec", "attach", "portforward", "proxy":
 		return h.connect(rq)
 	}

@@ -39,6 +39,7 @@ func New(svc *objects.Service, auth Auth, tokens TokenIssuer) handlers.Endpoints
 		{Resource: "pods", Subresource: "eviction"}:         &evictions{objects: svc},
 		{Resource: "serviceaccounts", Subresource: "token"}: newTokenRequests(svc, tokens, auth.Audiences, fields),
 		{Resource: "componentstatuses"}:                     &componentStatuses{servers: kubeComponents(svc)},
+		{Subresource: "scale"}:                              &scales{objects: svc},
 	}
 	for gr, creater := range reviewCreaters(auth) {
 		e[handlers.Route{Group: gr.Group, Resource: gr.Resource}] = &review{creater: creater, fields: fields}

@@ -19,6 +19,7 @@ func TestNewRoutes(t *testing.T) {
 		{handlers.Route{Resource: "pods", Subresource: "eviction"}, isA[*evictions]},
 		{handlers.Route{Resource: "serviceaccounts", Subresource: "token"}, isA[*tokenRequests]},
 		{handlers.Route{Resource: "componentstatuses"}, isA[*componentStatuses]},
+		{handlers.Route{Subresource: "scale"}, isA[*scales]},
 		{handlers.Route{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}, isA[*review]},
 		{handlers.Route{Group: "authentication.k8s.io", Resource: "tokenreviews"}, isA[*review]},
 		{handlers.Route{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, isA[*review]},
@@ -30,8 +31,8 @@ func TestNewRoutes(t *testing.T) {
 			t.Errorf("%+v: got %T", tc.route, got)
 		}
 	}
-	if len(e) != 11 {
-		t.Errorf("%d routes, want 11", len(e))
+	if len(e) != 12 {
+		t.Errorf("%d routes, want 12", len(e))
 	}
 }
 

@@ -1,4 +1,4 @@
-package handlers
+package special
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,45 +15,53 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/lapis-dev/lapis/internal/handlers"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
+// What follows is kube's ScaleREST (pkg/registry/apps/deployment/storage and apiextensions'
+// custom resource scale) over lapis's objects: an autoscaling/v1 Scale read from and written
+// into the resource's replicas, its field managers' entries kept as the resource's.
+
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
-// scale serves the scale subresource: get, update, patch (incl. apply) of an autoscaling/v1 Scale.
-func (h *Handler) scale(rq *request) error {
-	if err := checkAcceptable(rq); err != nil {
+// scales is the scale subresource of every resource that has one.
+type scales struct{ objects *objects.Service }
+
+var _ handlers.Endpoint = (*scales)(nil)
+
+// Serve gets, updates or patches (apply included) a resource's Scale.
+func (s *scales) Serve(rq *handlers.Request) error {
+	if err := rq.CheckAcceptable(); err != nil {
 		return err
 	}
-	switch rq.info.Verb {
+	info := rq.Info()
+	switch info.Verb {
 	case "get":
-		scale, err := h.objects.GetScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name)
+		scale, err := s.objects.GetScale(rq.Context(), rq.Resource(), info.Namespace, info.Name)
 		if err != nil {
 			return err
 		}
-		h.writeObject(rq, http.StatusOK, scale)
+		rq.RespondObject(http.StatusOK, scale)
 		return nil
 	case "update":
-		return h.updateScale(rq)
+		return s.update(rq)
 	case "patch":
-		return h.patchScale(rq)
+		return s.patch(rq)
 	}
-	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: rq.resource.GroupVersion.Group, Resource: rq.resource.Name + "/scale"}, rq.info.Verb)
+	r := rq.Resource()
+	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Name + "/scale"}, info.Verb)
 }
 
-func (h *Handler) updateScale(rq *request) error {
-	opts, err := updateOptions(rq.req)
-	if err != nil {
-		return err
-	}
-	body, _, err := h.readObject(rq.req, scaleGVK)
+func (s *scales) update(rq *handlers.Request) error {
+	body, opts, err := rq.DecodeUpdate(scaleGVK)
 	if err != nil {
 		return err
 	}
 	if err := checkScaleKind(body); err != nil {
 		return err
 	}
-	if err := checkName(body, rq.info.Name, rq.info.Namespace); err != nil {
+	if err := rq.CheckName(body); err != nil {
 		return err
 	}
 	mutate := func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
@@ -62,36 +71,31 @@ func (h *Handler) updateScale(rq *request) error {
 		}
 		return next, nil
 	}
-	return h.writeScale(rq, mutate, objects.RecordScaleFields, askedByUpdate(opts).writeOptions(rq, nil))
+	return s.write(rq, mutate, objects.RecordScaleFields, rq.UpdateWriteOptions(opts))
 }
 
-func (h *Handler) patchScale(rq *request) error {
-	pt := patchTypeOf(contentType(rq.req))
-	opts, patch, err := readPatch(rq, pt)
+func (s *scales) patch(rq *handlers.Request) error {
+	pt, opts, patch, err := rq.DecodePatch()
 	if err != nil {
 		return err
 	}
-	wo := askedByPatch(opts).writeOptions(rq, nil)
+	wo := rq.PatchWriteOptions(opts)
 	if pt != types.ApplyYAMLPatchType {
-		return h.writeScale(rq, h.patchedScale(rq, pt, patch), objects.RecordScaleFields, wo)
+		return s.write(rq, patchedScale(rq, pt, patch), objects.RecordScaleFields, wo)
 	}
-	data, err := toJSON("application/yaml", patch)
+	config, err := handlers.DecodeYAMLObject(patch, "Scale")
 	if err != nil {
 		return err
 	}
-	config, _, err := decodeObject(data, "Scale")
-	if err != nil {
-		return err
-	}
-	return h.writeScale(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
+	return s.write(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 		return objects.MergeApplied(fm, current, config, opts.FieldManager, forced(opts))
 	}, objects.ScaleFieldsMerged, wo)
 }
 
 // patchedScale patches a Scale as kube patches it: its own encoding of the Scale, fields in
 // their Go order, which its errors quote.
-func (h *Handler) patchedScale(rq *request, pt types.PatchType, patch []byte) objects.ScaleMutation {
-	pinned := patchSetsResourceVersion(pt, patch)
+func patchedScale(rq *handlers.Request, pt types.PatchType, patch []byte) objects.ScaleMutation {
+	pinned := handlers.PatchSetsResourceVersion(pt, patch)
 	return func(current *unstructured.Unstructured, _ *managedfields.FieldManager) (*unstructured.Unstructured, error) {
 		var scale autoscalingv1.Scale
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &scale); err != nil {
@@ -101,7 +105,7 @@ func (h *Handler) patchedScale(rq *request, pt types.PatchType, patch []byte) ob
 		if err != nil {
 			return nil, err
 		}
-		patched, err := h.applyPatchAs(rq, pt, scaleGVK, currentJSON, patch)
+		patched, err := rq.Patch(pt, scaleGVK, currentJSON, patch)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +117,7 @@ func (h *Handler) patchedScale(rq *request, pt types.PatchType, patch []byte) ob
 					field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
 			}
 		}
-		obj, _, err := decodeObject(patched, "Scale")
+		obj, err := handlers.DecodeObject(patched, "Scale")
 		if err != nil {
 			return nil, err
 		}
@@ -124,9 +128,10 @@ func (h *Handler) patchedScale(rq *request, pt types.PatchType, patch []byte) ob
 	}
 }
 
-func (h *Handler) writeScale(rq *request, mutate objects.ScaleMutation, fields objects.ScaleFields, wo objects.WriteOptions) error {
-	res, err := h.objects.UpdateScale(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, mutate, fields, wo)
-	return h.answerWrite(rq, http.StatusOK, res, err)
+func (s *scales) write(rq *handlers.Request, mutate objects.ScaleMutation, fields objects.ScaleFields, wo objects.WriteOptions) error {
+	info := rq.Info()
+	res, err := s.objects.UpdateScale(rq.Context(), rq.Resource(), info.Namespace, info.Name, mutate, fields, wo)
+	return rq.RespondWrite(http.StatusOK, res, err)
 }
 
 func checkScaleKind(obj *unstructured.Unstructured) error {
@@ -135,3 +140,5 @@ func checkScaleKind(obj *unstructured.Unstructured) error {
 	}
 	return nil
 }
+
+func forced(opts metav1.PatchOptions) bool { return opts.Force != nil && *opts.Force }
