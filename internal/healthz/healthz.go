@@ -29,12 +29,13 @@ func (h Endpoints) Handler(path string) (http.HandlerFunc, bool) {
 			serveChecks(w, req, strings.TrimPrefix(path, "/"), checks)
 		}, true
 	}
-	root, name, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/")
-	if !ok {
-		return nil, false
-	}
-	for _, c := range h["/"+root] {
-		if c.Name == name {
+	// Every request asks: find the health path path is under without building strings.
+	for root, checks := range h {
+		name, ok := strings.CutPrefix(path, root)
+		if !ok || !strings.HasPrefix(name, "/") {
+			continue
+		}
+		if c, ok := named(checks, name[1:]); ok {
 			return func(w http.ResponseWriter, req *http.Request) {
 				if err := c.Run(req); err != nil {
 					http.Error(w, fmt.Sprintf("internal server error: %v", err), http.StatusInternalServerError)
@@ -45,6 +46,15 @@ func (h Endpoints) Handler(path string) (http.HandlerFunc, bool) {
 		}
 	}
 	return nil, false
+}
+
+func named(checks []Check, name string) (Check, bool) {
+	for _, c := range checks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Check{}, false
 }
 
 // serveChecks runs checks: 200 "ok" (or, with ?verbose, each check) when all pass, 500 with

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,7 +15,7 @@ func TestHealthEndpoints(t *testing.T) {
 	endpoints := func(etcd func(*http.Request) error) Endpoints {
 		return Endpoints{
 			"/healthz": {{"ping", ok}, {"etcd", etcd}},
-			"/readyz":  {{"ping", ok}, {"etcd", etcd}, {"etcd-readiness", etcd}, {"shutdown", ok}},
+			"/readyz":  {{"ping", ok}, {"etcd", etcd}, {"etcd-readiness", etcd}, {"shutdown", ok}, {"poststarthook/rbac", ok}},
 		}
 	}
 	for _, c := range []struct {
@@ -26,10 +27,10 @@ func TestHealthEndpoints(t *testing.T) {
 		notFound bool
 	}{
 		{"healthy", ok, "/healthz", 200, "ok", false},
-		{"healthy, verbose", ok, "/readyz?verbose", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]shutdown ok\nreadyz check passed\n", false},
+		{"healthy, verbose", ok, "/readyz?verbose", 200, "[+]ping ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]shutdown ok\n[+]poststarthook/rbac ok\nreadyz check passed\n", false},
 		{"failing", down, "/healthz", 500, "[+]ping ok\n[-]etcd failed: reason withheld\nhealthz check failed\n", false},
 		{"failing, verbose", down, "/readyz?verbose", 500,
-			"[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n", false},
+			"[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n[+]shutdown ok\n[+]poststarthook/rbac ok\nreadyz check failed\n", false},
 		{"failing check excluded", down, "/healthz?exclude=etcd", 200, "ok", false},
 		{"excluded, verbose", down, "/healthz?exclude=etcd&verbose", 200, "[+]ping ok\n[+]etcd excluded: ok\nhealthz check passed\n", false},
 		{"unknown exclusion", ok, "/healthz?exclude=nope&exclude=log&verbose", 200,
@@ -37,7 +38,10 @@ func TestHealthEndpoints(t *testing.T) {
 		{"one check", ok, "/healthz/etcd", 200, "ok", false},
 		{"one failing check, with its reason", down, "/readyz/etcd-readiness", 500, "internal server error: etcd did not answer\n", false},
 		{"one passing check while another fails", down, "/readyz/shutdown", 200, "ok", false},
+		{"a hook's check", down, "/readyz/poststarthook/rbac", 200, "ok", false},
 		{"no such check", ok, "/healthz/nope", 0, "", true},
+		{"a check under a longer name", ok, "/healthzz/etcd", 0, "", true},
+		{"an API path", ok, "/api/v1/namespaces/default/pods/etcd", 0, "", true},
 		{"no such endpoint", ok, "/healthzz", 0, "", true},
 		{"unserved endpoint", ok, "/livez", 0, "", true},
 	} {
@@ -55,7 +59,7 @@ func TestHealthEndpoints(t *testing.T) {
 		if w.Code != c.code || w.Body.String() != c.body {
 			t.Errorf("%s: GET %s: %d %q, want %d %q", c.name, c.path, w.Code, w.Body.String(), c.code, c.body)
 		}
-		if ct := w.Header().Get("Content-Type"); c.path != "/healthz/etcd" && c.path != "/readyz/shutdown" && ct != "text/plain; charset=utf-8" {
+		if ct := w.Header().Get("Content-Type"); strings.Count(c.path, "/") == 1 && ct != "text/plain; charset=utf-8" {
 			t.Errorf("%s: Content-Type %q", c.name, ct)
 		}
 	}
