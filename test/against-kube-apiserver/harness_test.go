@@ -10,14 +10,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/lapis-dev/lapis/internal/server"
+	"github.com/lapis-dev/lapis/internal/testkit/kubereference"
 )
 
 // target is one of the two servers under comparison.
@@ -42,21 +40,13 @@ var env struct {
 	auditDir    string // where both servers' audit logs are (audit_test.go)
 }
 
-const kubeVersion = "v1.37.2"
-
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	bin := os.Getenv("KUBE_REFERENCE_BIN")
-	if bin == "" {
-		home, _ := os.UserHomeDir()
-		bin = filepath.Join(home, ".cache", "kube-reference", kubeVersion)
-	}
 	// Building kube-apiserver takes about 15 minutes: never from `go test`.
-	if _, err := os.Stat(filepath.Join(bin, "kube-apiserver")); err != nil {
-		env.skip = fmt.Sprintf("kube-apiserver %s is not built (%v); `%s start DIR` builds it once (about 15 minutes)", kubeVersion, err, script())
+	if env.skip = kubereference.Built(); env.skip != "" {
 		return m.Run()
 	}
 
@@ -90,7 +80,7 @@ func run(m *testing.M) int {
 	env.lapis.panics = panics
 
 	kubeDir := filepath.Join(dir, "kube")
-	defer stopKube(kubeDir)
+	defer kubereference.Stop(kubeDir)
 	kubeconfig, err := startKube(kubeDir, kubeAuditArgs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting kube-apiserver:", err)
@@ -107,51 +97,16 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// script is shared/reference/kube-reference beside the repository.
-func script() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "reference", "kube-reference")
-}
-
-func startKube(dir, apiserverArgs string) (string, error) {
-	cmd := exec.Command("bash", script(), "start", dir)
-	// kube-controller-manager runs the controllers lapis runs itself, and only those: both
-	// servers then keep the same objects (default ServiceAccounts, kube-root-ca.crt, quota
-	// status, garbage collection, namespace deletion).
-	cmd.Env = append(os.Environ(), "KCM=1", "KCM_CONTROLLERS="+lapisControllers, "KUBE_APISERVER_ARGS="+apiserverArgs)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // lapisControllers are kube-controller-manager's controllers that lapis has its own of.
 const lapisControllers = "serviceaccount-controller,root-ca-certificate-publisher-controller,namespace-controller," +
 	"garbage-collector-controller,resourcequota-controller,clusterrole-aggregation-controller,serviceaccount-token-controller," +
 	"validatingadmissionpolicy-status-controller"
 
-// stopKube stops kube-apiserver and its etcd, killing what has not exited after 5 s.
-func stopKube(dir string) {
-	var pids []int
-	for _, name := range []string{"kube-controller-manager.pid", "kube-apiserver.pid", "etcd.pid"} {
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
-			var pid int
-			if _, err := fmt.Sscan(string(b), &pid); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	_ = exec.Command("bash", script(), "stop", dir).Run()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
-			time.Sleep(100 * time.Millisecond)
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+func startKube(dir, apiserverArgs string) (string, error) {
+	// kube-controller-manager runs the controllers lapis runs itself, and only those: both
+	// servers then keep the same objects (default ServiceAccounts, kube-root-ca.crt, quota
+	// status, garbage collection, namespace deletion).
+	return kubereference.Start(dir, "KCM=1", "KCM_CONTROLLERS="+lapisControllers, "KUBE_APISERVER_ARGS="+apiserverArgs)
 }
 
 func newTarget(name, kubeconfig string) (*target, error) {
