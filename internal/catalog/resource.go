@@ -195,6 +195,10 @@ type Behavior interface {
 	// declare are dropped and described (`unknown field "spec.foo"`, for fieldValidation), values
 	// of the wrong type are an error naming the field.
 	Normalize(obj *unstructured.Unstructured) (unknownFields []string, err error)
+	// DropNulls drops what kube's decoding of a request body drops as no value: a custom
+	// resource's nulls where its schema allows none. Bodies are decoded; a server-side apply's
+	// merge is not (kube refuses its nulls in validation).
+	DropNulls(obj *unstructured.Unstructured)
 	// Default fills in the values the server defaults, as decoding a request does in kube.
 	Default(obj *unstructured.Unstructured)
 	// BeforeCreate is kube's rest.BeforeCreate for an object whose system metadata (uid,

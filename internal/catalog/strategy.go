@@ -20,6 +20,8 @@ import (
 // Strategy makes of them adds kube's generic metadata checks.
 type Hooks interface {
 	Normalize(obj *unstructured.Unstructured) (unknownFields []string, err error)
+	// DropNulls is Behavior's.
+	DropNulls(obj *unstructured.Unstructured)
 	Default(obj *unstructured.Unstructured)
 	// PrepareForCreate and PrepareForUpdate are kube's strategy hooks of the same names.
 	PrepareForCreate(obj *unstructured.Unstructured)

@@ -62,6 +62,9 @@ func DecodeStrict(u *unstructured.Unstructured, into any) (unknown []string, err
 }
 
 // PrepareForCreate implements Behavior.
+// DropNulls: decoding into the Go type has made a null a zero value already.
+func (t Typed[T, PT]) DropNulls(*unstructured.Unstructured) {}
+
 func (t Typed[T, PT]) PrepareForCreate(u *unstructured.Unstructured) {
 	if t.OnCreate == nil {
 		return

@@ -111,6 +111,14 @@ func (b *customBehavior) Normalize(obj *unstructured.Unstructured) ([]string, er
 	return out, nil
 }
 
+// DropNulls drops a null where the schema allows none and no default fills it, as kube's
+// decoding of a custom resource does: a body's null there is no value, not a wrong one.
+func (b *customBehavior) DropNulls(obj *unstructured.Unstructured) {
+	if b.structural != nil {
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj.Object, b.structural)
+	}
+}
+
 // PrepareForCreate drops status when the status subresource owns it.
 func (b *customBehavior) PrepareForCreate(obj *unstructured.Unstructured) {
 	if b.hasStatus {

@@ -107,6 +107,7 @@ func widgets() *catalog.Resource {
 type passthrough struct{}
 
 func (passthrough) Normalize(*unstructured.Unstructured) ([]string, error)   { return nil, nil }
+func (passthrough) DropNulls(*unstructured.Unstructured)                     {}
 func (passthrough) PrepareForCreate(*unstructured.Unstructured)              {}
 func (passthrough) PrepareForUpdate(_, _ *unstructured.Unstructured)         {}
 func (passthrough) Default(*unstructured.Unstructured)                       {}

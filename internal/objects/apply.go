@@ -160,3 +160,29 @@ func MergeApplied(fm *managedfields.FieldManager, live, config *unstructured.Uns
 	}
 	return merged.(*unstructured.Unstructured), nil
 }
+
+// canonicalMetadata says obj's metadata is as kube's ObjectMeta encodes it: no empty value,
+// which the round trip through ObjectMeta that a custom resource's write makes would drop (an
+// applied `labels: {}` is owned but not stored; a map whose last key an apply removed is null).
+func canonicalMetadata(obj *unstructured.Unstructured) bool {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	for _, v := range meta {
+		switch v := v.(type) {
+		case nil:
+			return false
+		case string:
+			if v == "" {
+				return false
+			}
+		case map[string]any:
+			if len(v) == 0 {
+				return false
+			}
+		case []any:
+			if len(v) == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}

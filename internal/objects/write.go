@@ -187,12 +187,15 @@ func (s *Service) normalize(r *catalog.Resource, obj *unstructured.Unstructured,
 	if err := checkKind(r, obj); err != nil {
 		return nil, err
 	}
-	if opts.cleanMerge {
+	if opts.cleanMerge && canonicalMetadata(obj) {
 		// A merge of a stored object and an applied configuration that both fit the schema
 		// fits it too: pruning or decoding would find nothing.
 		return nil, nil
 	}
 	unknown, err := r.Behavior.Normalize(obj)
+	if !opts.fieldsTracked {
+		r.Behavior.DropNulls(obj) // a decoded body's; an apply's merge keeps them
+	}
 	return fieldIssues(r, unknown, err, opts.WriteOptions)
 }
 

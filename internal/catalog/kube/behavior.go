@@ -56,6 +56,9 @@ func (b *behavior) Normalize(u *unstructured.Unstructured) ([]string, error) {
 }
 
 // CheckFit is Normalize without rewriting u.
+// DropNulls: decoding into the Go type makes a null a zero value.
+func (b *behavior) DropNulls(*unstructured.Unstructured) {}
+
 func (b *behavior) CheckFit(u *unstructured.Unstructured) ([]string, error) {
 	obj, err := scheme().New(b.served)
 	if err != nil {
