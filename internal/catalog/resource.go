@@ -65,6 +65,10 @@ type Resource struct {
 	// strategies that do not AllowUnconditionalUpdate (custom resources, CRDs).
 	RequireResourceVersionOnUpdate bool
 
+	// CreateOnUpdate lets an update (PUT) of a missing object create it: kube's strategies
+	// that AllowCreateOnUpdate (Services, Endpoints, Events, Leases, RBAC roles and bindings, ...).
+	CreateOnUpdate bool
+
 	// SpecTracksGeneration is true when metadata.generation counts changes to anything other than
 	// metadata and status (kube does this for every type with a spec).
 	SpecTracksGeneration bool

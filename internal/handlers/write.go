@@ -70,6 +70,12 @@ func (h *Handler) update(rq *request) error {
 	wo := a.writeOptions(rq, issues)
 	wo.Subresource = rq.info.Subresource
 	res, err := h.objects.Update(a.context(rq), rq.resource, rq.info.Namespace, rq.info.Name, mutate, wo)
+	if apierrors.IsNotFound(err) && rq.resource.CreateOnUpdate {
+		// kube's strategies that allow it create what an update names and does not find,
+		// through their status subresource too (whose strategy is theirs).
+		res, err = h.objects.Create(a.context(rq), rq.resource, rq.info.Namespace, obj, wo)
+		return h.answerWrite(rq, http.StatusCreated, res, err)
+	}
 	return h.answerWrite(rq, http.StatusOK, res, err)
 }
 

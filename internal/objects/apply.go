@@ -88,8 +88,9 @@ func (s *Service) Apply(ctx context.Context, r *catalog.Resource, namespace, nam
 			merged.SetResourceVersion(config.GetResourceVersion())
 			return merged, nil
 		}, wo)
-		if !apierrors.IsNotFound(err) || !isNotFoundOf(err, r, name) || opts.Subresource != "" {
-			// Only the resource itself is created by an apply; a subresource's object must exist.
+		if !apierrors.IsNotFound(err) || !isNotFoundOf(err, r, name) || (opts.Subresource != "" && !r.CreateOnUpdate) {
+			// An apply creates the resource itself; through a subresource, only where kube's
+			// strategy creates on update (a Service's status: its strategy is the Service's).
 			res.Warnings = append(warnings, res.Warnings...)
 			return res, err
 		}

@@ -144,6 +144,7 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	if _, ok := row.main.(rest.RESTGracefulDeleteStrategy); ok {
 		r.GracefulDelete = b.gracefulDelete
 	}
+	r.CreateOnUpdate = row.main.AllowCreateOnUpdate(context.Background())
 	r.ReturnDeletedObject = row.returnsDeleted
 	r.DeleteWarning = row.deleteWarning
 	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {

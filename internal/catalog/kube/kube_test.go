@@ -340,3 +340,24 @@ func TestEquivalentResources(t *testing.T) {
 		t.Errorf("configmaps' equivalents: %v, want itself only", got)
 	}
 }
+
+// TestCreateOnUpdate: an update creates what it does not find where kube's strategy allows it.
+func TestCreateOnUpdate(t *testing.T) {
+	for _, c := range []struct {
+		gvr    schema.GroupVersionResource
+		create bool
+	}{
+		{schema.GroupVersionResource{Version: "v1", Resource: "services"}, true},
+		{schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}, true},
+		{schema.GroupVersionResource{Version: "v1", Resource: "events"}, true},
+		{schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, true},
+		{schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, true},
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, false},
+		{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, false},
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, false},
+	} {
+		if r := resourceNamed(t, c.gvr); r.CreateOnUpdate != c.create {
+			t.Errorf("%v: creates on update %v, kube %v", c.gvr, r.CreateOnUpdate, c.create)
+		}
+	}
+}
