@@ -557,7 +557,7 @@ func (s *Service) prepareUpdate(ctx context.Context, r *catalog.Resource, namesp
 		alloc.Finish(ctx, false)
 		return Result{Warnings: append(warnings, strategyWarnings...)}, nil, nil, err
 	}
-	if r.Conversion != nil || r.DefaultsOnRead || keepTimesOfNoOp(ctx, obj, old) {
+	if keptTimes := keepTimesOfNoOp(ctx, obj, old); keptTimes || r.Conversion != nil || r.DefaultsOnRead {
 		written = nil // reads of it are not obj as it is
 	}
 	return Result{Warnings: append(warnings, strategyWarnings...)}, alloc, written, nil
