@@ -148,7 +148,7 @@ func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace str
 		if opts.DryRun {
 			alloc.Finish(ctx, false)
 			if _, _, err := s.store.Get(ctx, key, 0); err == nil {
-				return Result{}, apierrors.NewAlreadyExists(qualifiedResource(r), obj.GetName())
+				return Result{Warnings: warnings}, apierrors.NewAlreadyExists(qualifiedResource(r), obj.GetName())
 			}
 			return Result{Object: obj, Warnings: warnings, Created: true}, nil
 		}
@@ -162,10 +162,11 @@ func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace str
 			continue
 		}
 		if err != nil {
+			// The strategy's warnings stand, as kube's do, whatever storage answers.
 			if errors.Is(err, storage.ErrExists) && generated {
-				return Result{}, apierrors.NewServerTimeoutForKind(r.GroupVersionKind().GroupKind(), "POST", 0)
+				return Result{Warnings: warnings}, apierrors.NewServerTimeoutForKind(r.GroupVersionKind().GroupKind(), "POST", 0)
 			}
-			return Result{}, storageError(r, obj.GetName(), err)
+			return Result{Warnings: warnings}, storageError(r, obj.GetName(), err)
 		}
 		obj.SetResourceVersion(revisionString(rev))
 		return Result{Object: obj, Raw: servedAsStored(r, value, rev), Warnings: warnings, Created: true}, nil
