@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Difference is where two runs of a sequence first answered differently.
@@ -39,6 +40,9 @@ var kube500s = []*regexp.Regexp{
 	// reads it as an error of the server's).
 	regexp.MustCompile(`^Internal error occurred: the spec replicas field ".spec.replicas" does not exist$`),
 	regexp.MustCompile(`^failed to .* \(/[^;]*; autoscaling/v1, Kind=Scale\) to proper version: request to convert CR to an invalid group/version: autoscaling/v1$`),
+	// A Service update whose ports repeat a node port: kube's allocator fails before
+	// validation says so (lapis answers validation's 422).
+	regexp.MustCompile(`^duplicate nodePort: \{(TCP|UDP|SCTP) \d+\}$`),
 }
 
 // knownKube500 reports whether o is one of kube500s and lapis did not answer a 500 too.
@@ -99,6 +103,15 @@ func Live(ctx context.Context, kube, lapis *Target, s Sequence, name string) (*D
 		return nil, want.err
 	}
 	return Compare(s, want.out, got), nil
+}
+
+// Confirm runs a differing sequence again, from the start of a second, and returns the
+// difference it finds then (nil: none). kube orders managedFields entries, and chooses which to
+// keep, by the second of their times: a sequence whose writes fall on both sides of a second
+// on one server and not on the other can differ by that alone.
+func Confirm(ctx context.Context, kube, lapis *Target, d *Difference) (*Difference, error) {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	return Live(ctx, kube, lapis, d.Sequence, d.Sequence.Name+"-again")
 }
 
 // Shrink removes steps from a sequence that differs while it still differs, and returns the

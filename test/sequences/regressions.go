@@ -52,6 +52,10 @@ var regressions = []regression{
 	{name: "an apply to the status of a missing Service creates the Service", resource: "services", steps: []Step{
 		{Op: opStatusApply, Manager: "a", Body: objOf("v1", "Service", map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "b"}}})},
 	}},
+	{name: "a create refused as existing carries the strategy's warnings", resource: "deployments", steps: []Step{
+		{Op: opCreate, Manager: "u", Body: duplicatePorts()},
+		{Op: opCreate, Manager: "u", Body: duplicatePorts()},
+	}},
 	{name: "a scale update that changes nothing keeps the times of managedFields", resource: "t2s", steps: []Step{
 		{Op: opApply, Manager: "a", Force: true, Body: cr("T2", map[string]any{"spec": map[string]any{"f2": map[string]any{"f1": map[string]any{"b": "b"}}}})},
 		{Op: opJSONPatch, Manager: "u1", Body: []any{map[string]any{"op": "add", "path": "/spec", "value": map[string]any{"replicas": int64(3)}}}},
@@ -67,4 +71,16 @@ func (g *Generator) regression(r regression) Sequence {
 		}
 	}
 	panic("no kind " + r.resource)
+}
+
+// duplicatePorts is a Deployment whose two containers declare one port: kube warns of it.
+func duplicatePorts() map[string]any {
+	container := func(name string) any {
+		return map[string]any{"name": name, "image": "nginx", "ports": []any{map[string]any{"containerPort": int64(80), "protocol": "TCP"}}}
+	}
+	return objOf("apps/v1", "Deployment", map[string]any{"spec": map[string]any{
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+		"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+			"spec": map[string]any{"containers": []any{container("a"), container("b")}}},
+	}})
 }

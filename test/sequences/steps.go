@@ -156,8 +156,11 @@ func (m *managers) step(k *kind, name string, first bool) Step {
 // updater is the manager of a write that is no apply: one of a few, or each time a new one.
 func (m *managers) updater() string {
 	if m.updaters == 0 {
+		// Numbered in the order of their writes: when kube folds the oldest into
+		// ancient-changes, writes in the same second go by name, and names then sort as the
+		// writes came, whichever second the clock of each server is in.
 		m.fresh++
-		return fmt.Sprintf("update-%d", m.fresh)
+		return fmt.Sprintf("update-%02d", m.fresh)
 	}
 	return fmt.Sprintf("update-%d", m.r.IntN(m.updaters))
 }
