@@ -326,29 +326,7 @@ func benchWatchFanout(b *testing.B, watchers, updates int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ev := range stream.ResultChan() {
-				now := time.Now()
-				if ev.Type == watch.Error {
-					broken <- fmt.Sprintf("watcher %d: error event %v", w, ev.Object)
-					return
-				}
-				u, ok := ev.Object.(*unstructured.Unstructured)
-				if ev.Type != watch.Modified || !ok {
-					continue
-				}
-				seq, err := strconv.Atoi(u.GetLabels()["seq"])
-				r := cur.Load()
-				if err != nil || r == nil || seq < r.base || seq >= r.base+len(r.ack) {
-					continue
-				}
-				r.recv[seq-r.base][w] = now
-				if r.delivered.Add(1) == int64(len(r.ack)*watchers) {
-					close(r.done)
-				}
-			}
-			if ctx.Err() == nil {
-				broken <- fmt.Sprintf("watcher %d: watch ended early", w)
-			}
+			receiveFanout(ctx, stream, w, watchers, &cur, broken)
 		}()
 	}
 
@@ -381,6 +359,40 @@ func benchWatchFanout(b *testing.B, watchers, updates int) {
 	}
 	b.StopTimer()
 
+	reportFanout(b, rounds, updates)
+}
+
+// receiveFanout records, for watcher w, when each update of the current round reached it, and
+// closes the round's done channel once every watcher has every update.
+func receiveFanout(ctx context.Context, stream watch.Interface, w, watchers int, cur *atomic.Pointer[fanoutRound], broken chan<- string) {
+	for ev := range stream.ResultChan() {
+		now := time.Now()
+		if ev.Type == watch.Error {
+			broken <- fmt.Sprintf("watcher %d: error event %v", w, ev.Object)
+			return
+		}
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if ev.Type != watch.Modified || !ok {
+			continue
+		}
+		seq, err := strconv.Atoi(u.GetLabels()["seq"])
+		r := cur.Load()
+		if err != nil || r == nil || seq < r.base || seq >= r.base+len(r.ack) {
+			continue
+		}
+		r.recv[seq-r.base][w] = now
+		if r.delivered.Add(1) == int64(len(r.ack)*watchers) {
+			close(r.done)
+		}
+	}
+	if ctx.Err() == nil {
+		broken <- fmt.Sprintf("watcher %d: watch ended early", w)
+	}
+}
+
+// reportFanout reports the delivery latencies of rounds: from each update's acknowledgement, and
+// from its sending.
+func reportFanout(b *testing.B, rounds []*fanoutRound, updates int) {
 	var lat, fromSend []time.Duration
 	for _, r := range rounds {
 		for k, ack := range r.ack {
