@@ -93,6 +93,21 @@ func TestEtcdKeysAreKubes(t *testing.T) {
 		}
 	}
 
+	// Metrics still name the resource a key belongs to, though built-in keys carry no group.
+	code, metrics := l.do(t, "GET", "/metrics", "", "", true)
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, series := range []string{
+		`etcd_requests_total{group="apps",operation="create",resource="deployments"}`,
+		`etcd_requests_total{group="",operation="create",resource="services"}`,
+		`etcd_requests_total{group="",operation="create",resource="nodes"}`,
+		`etcd_requests_total{group="rbac.authorization.k8s.io",operation="create",resource="clusterroles"}`,
+		`etcd_requests_total{group="acme.example.com",operation="create",resource="widgets"}`,
+	} {
+		wantContains(t, "metrics", metrics, series)
+	}
+
 	// An older lapis's deployment (its key without the group) is served after a restart, at
 	// kube's key.
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
