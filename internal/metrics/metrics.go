@@ -39,6 +39,7 @@ type Metrics struct {
 	etcdRequests *compbasemetrics.CounterVec
 	etcdErrors   *compbasemetrics.CounterVec
 
+	keys        keyResolver // shared by the etcd and object-count metrics
 	objects     *objectCounts
 	storageSize *storageSize
 }
@@ -112,9 +113,9 @@ func New(build version.Info) *Metrics {
 			Help:           "Etcd failed request counts for each operation and object type.",
 			StabilityLevel: compbasemetrics.ALPHA,
 		}, []string{"operation", "group", "resource"}),
-		objects:     newObjectCounts(),
 		storageSize: newStorageSize(),
 	}
+	m.objects = newObjectCounts(&m.keys)
 	m.registry.MustRegister(m.requests, m.latencies, m.responseSizes, m.longRunning,
 		m.watchEvents, m.watchEventSizes, m.registeredWatchers, m.etcdLatency, m.etcdRequests, m.etcdErrors)
 	m.registry.CustomMustRegister(m.objects, m.inflight, m.storageSize)

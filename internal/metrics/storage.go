@@ -14,7 +14,7 @@ import (
 // etcd_request_errors_total): operation as kube names it (get, list, create, update, delete,
 // getCurrentResourceVersion), on key, started at start, failed with err.
 func (m *Metrics) ObserveEtcd(operation, key string, start time.Time, err error) {
-	gr := GroupResourceOfKey(key)
+	gr := m.keys.of(key)
 	m.etcdLatency.WithLabelValues(operation, gr.Group, gr.Resource).Observe(time.Since(start).Seconds())
 	m.etcdRequests.WithLabelValues(operation, gr.Group, gr.Resource).Inc()
 	if err != nil {
@@ -22,19 +22,36 @@ func (m *Metrics) ObserveEtcd(operation, key string, start time.Time, err error)
 	}
 }
 
-// legacyGroups are the API groups whose names have no dot; any other group has one (kube
-// requires it of CRDs and aggregated APIs), and no core resource has one.
-var legacyGroups = map[string]bool{"apps": true, "batch": true, "policy": true, "autoscaling": true, "extensions": true}
+// ResolveKeys makes etcd and object-count metrics label a storage key or prefix with the
+// resource of, which knows the server's key layout (built-in resources' prefixes carry no
+// group); keys it gives no resource, and all keys until it is set, are read by
+// GroupResourceOfKey.
+func (m *Metrics) ResolveKeys(of func(key string) schema.GroupResource) { m.keys.f.Store(&of) }
 
-// GroupResourceOfKey tells which resource a storage key or prefix belongs to, in lapis's key
-// layout /registry/[group/]resource/...; other keys belong to none.
+// keyResolver is the resolver ResolveKeys set, shared by the etcd and object-count metrics.
+type keyResolver struct {
+	f atomic.Pointer[func(key string) schema.GroupResource]
+}
+
+func (k *keyResolver) of(key string) schema.GroupResource {
+	if f := k.f.Load(); f != nil {
+		if gr := (*f)(key); gr.Resource != "" {
+			return gr
+		}
+	}
+	return GroupResourceOfKey(key)
+}
+
+// GroupResourceOfKey reads a storage key or prefix as /registry/<group>/<resource>/... when its
+// first segment has a dot (a group: custom resources' layout), else as /registry/<resource>/...;
+// other keys belong to none.
 func GroupResourceOfKey(key string) schema.GroupResource {
 	rest, ok := strings.CutPrefix(key, "/registry/")
 	if !ok {
 		return schema.GroupResource{}
 	}
 	first, rest, _ := strings.Cut(rest, "/")
-	if !strings.Contains(first, ".") && !legacyGroups[first] {
+	if !strings.Contains(first, ".") {
 		return schema.GroupResource{Resource: first}
 	}
 	resource, _, _ := strings.Cut(rest, "/")
@@ -50,13 +67,15 @@ func (m *Metrics) CountObjects(counts func() map[string]int) { m.objects.counts.
 // storage-object-count tracker does every minute.
 type objectCounts struct {
 	compbasemetrics.BaseStableCollector
+	keys       *keyResolver
 	counts     atomic.Pointer[func() map[string]int]
 	storage    *compbasemetrics.Desc
 	byResource *compbasemetrics.Desc
 }
 
-func newObjectCounts() *objectCounts {
+func newObjectCounts(keys *keyResolver) *objectCounts {
 	return &objectCounts{
+		keys: keys,
 		// Deprecated since 1.34 and so hidden by kube-apiserver 1.37 unless
 		// --show-hidden-metrics-for-version=1.36: served as kube serves it then (component-base
 		// would hide it given its deprecated version), because its users still scrape it.
@@ -80,7 +99,7 @@ func (c *objectCounts) CollectWithStability(ch chan<- compbasemetrics.Metric) {
 		return
 	}
 	for prefix, n := range (*counts)() {
-		gr := GroupResourceOfKey(prefix)
+		gr := c.keys.of(prefix)
 		if gr.Resource == "" {
 			continue
 		}

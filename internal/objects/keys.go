@@ -3,17 +3,36 @@ package objects
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/upstream/storageprefix"
 )
 
-// Keys follow kube-apiserver's layout: /registry/[group/]resource/[namespace/]name.
-func resourcePrefix(r *catalog.Resource) string {
-	gr := r.StorageGroupResource
-	if gr.Group == "" {
-		return "/registry/" + gr.Resource + "/"
+// Keys follow kube-apiserver 1.37's layout, so that an etcd written by one is read by the other:
+// /registry/<prefix>/[namespace/]name, where a built-in resource's prefix is kube's storage
+// factory's (no group: deployments, services/specs, minions, ...) and a custom resource's is
+// <group>/<resource>.
+
+// ownStorageFactory are the built-in resources kube serves from apiextensions-apiserver and
+// kube-aggregator, whose storage factory (k8s.io/apiserver pkg/server/options
+// SimpleStorageFactory.ResourcePrefix) keeps the group in the prefix, as for custom resources.
+var ownStorageFactory = map[schema.GroupResource]bool{
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
+	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:             true,
+}
+
+// StoragePrefix is the etcd prefix, below /registry/ and without slashes around it, of the
+// objects of a resource stored as gr: custom says whether it is a custom resource.
+func StoragePrefix(gr schema.GroupResource, custom bool) string {
+	if custom || ownStorageFactory[gr] {
+		return gr.Group + "/" + gr.Resource
 	}
-	return "/registry/" + gr.Group + "/" + gr.Resource + "/"
+	return storageprefix.Of(gr)
+}
+
+func resourcePrefix(r *catalog.Resource) string {
+	return "/registry/" + StoragePrefix(r.StorageGroupResource, r.CRD != nil) + "/"
 }
 
 func objectKey(r *catalog.Resource, namespace, name string) string {
@@ -41,15 +60,34 @@ func namespaceAndName(r *catalog.Resource, key string) (namespace, name string) 
 	return namespace, name
 }
 
-// kubeKey is where kube-apiserver keeps an object in etcd, which its storage errors quote: a
-// built-in resource under kube's prefix for it, a custom resource as lapis keeps it.
-func kubeKey(r *catalog.Resource, namespace, name string) string {
-	if r.CRD != nil {
-		return objectKey(r, namespace, name)
+// KeyResources tells the stored resource of a key or prefix of built-in resources, whose
+// prefixes carry no group (what metrics label etcd requests and object counts with).
+type KeyResources struct {
+	byPrefix map[string]schema.GroupResource // StoragePrefix → storage GroupResource
+}
+
+// NewKeyResources indexes the prefixes of the built-in resources among rs.
+func NewKeyResources(rs []*catalog.Resource) *KeyResources {
+	k := &KeyResources{byPrefix: map[string]schema.GroupResource{}}
+	for _, r := range rs {
+		if r.CRD == nil {
+			k.byPrefix[StoragePrefix(r.StorageGroupResource, false)] = r.StorageGroupResource
+		}
 	}
-	prefix := storageprefix.Of(r.StorageGroupResource)
-	if r.Namespaced {
-		return "/registry/" + prefix + "/" + namespace + "/" + name
+	return k
+}
+
+// Of is the built-in resource stored under key, or none. Prefixes have one segment or two
+// (services/specs, apiextensions.k8s.io/customresourcedefinitions): the longer is tried first.
+func (k *KeyResources) Of(key string) schema.GroupResource {
+	rest, ok := strings.CutPrefix(key, "/registry/")
+	if !ok {
+		return schema.GroupResource{}
 	}
-	return "/registry/" + prefix + "/" + name
+	first, rest, _ := strings.Cut(rest, "/")
+	second, _, _ := strings.Cut(rest, "/")
+	if gr, ok := k.byPrefix[first+"/"+second]; ok {
+		return gr
+	}
+	return k.byPrefix[first]
 }

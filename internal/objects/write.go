@@ -285,7 +285,7 @@ func CheckName(obj *unstructured.Unstructured, name string) error {
 func CheckStoragePreconditions(r *catalog.Resource, current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
 	fail := func(msg string) error {
 		return apierrors.NewConflict(qualifiedResource(r), current.GetName(), fmt.Errorf(
-			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", kubeKey(r, current.GetNamespace(), current.GetName()), msg))
+			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", objectKey(r, current.GetNamespace(), current.GetName()), msg))
 	}
 	if uid != "" && uid != current.GetUID() {
 		return fail(fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, current.GetUID()))

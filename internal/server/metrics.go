@@ -4,12 +4,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lapis-dev/lapis/internal/metrics"
+	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 // newMetrics returns the server's metrics, fed by its etcd client and its watch caches; the
 // request chain and the watch handler feed the rest.
 func (s *Server) newMetrics() *metrics.Metrics {
 	m := metrics.New(Version)
+	m.ResolveKeys(objects.NewKeyResources(s.objects.Catalog().Stored()).Of)
 	s.backend.ObserveRequests(m.ObserveEtcd)
 	m.MeasureStorage(s.backend.DBSize)
 	m.ServedResources(func(group, version, resource, subresource string) bool {

@@ -72,10 +72,10 @@ func TestBootstrapPolicyDirect(t *testing.T) {
 
 	// Some are deleted and recreated by the reconcile of a later start, through the loopback.
 	keys := []string{
-		"/registry/rbac.authorization.k8s.io/clusterroles/system:aggregate-to-edit",
-		"/registry/rbac.authorization.k8s.io/clusterrolebindings/system:public-info-viewer",
-		"/registry/rbac.authorization.k8s.io/roles/kube-system/system:controller:bootstrap-signer",
-		"/registry/rbac.authorization.k8s.io/rolebindings/kube-public/system:controller:bootstrap-signer",
+		"/registry/clusterroles/system:aggregate-to-edit",
+		"/registry/clusterrolebindings/system:public-info-viewer",
+		"/registry/roles/kube-system/system:controller:bootstrap-signer",
+		"/registry/rolebindings/kube-public/system:controller:bootstrap-signer",
 	}
 	direct := map[string][]byte{}
 	for _, key := range keys {

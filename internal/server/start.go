@@ -171,8 +171,9 @@ func (st *startup) identity() error {
 	return nil
 }
 
-// objects builds the resource catalogue, then, once etcd is open, the objects service over it
-// and its watch caches, and makes the system namespaces lapis needs to serve.
+// objects builds the resource catalogue, then, once etcd is open, moves objects an older lapis
+// kept under its own keys to kube's, builds the objects service over it and its watch caches,
+// and makes the system namespaces lapis needs to serve.
 func (st *startup) objects() error {
 	s := st.s
 	st.cat = catalog.New()
@@ -183,6 +184,10 @@ func (st *startup) objects() error {
 	}
 	s.backend = backend
 	st.store = backend.Store(s.log) // refuses writes while the disk is nearly full
+	// Before anything reads objects: an older lapis's data moves to kube's keys.
+	if err := objects.MigrateKeys(st.ctx, st.store, st.cat.Stored(), s.log); err != nil {
+		return err
+	}
 	s.objects = objects.NewService(st.store, st.cat)
 	st.caches = watchcache.New(st.run, st.store, s.cfg.WatchCacheHistoryBytes, s.log)
 	s.objects.UseWatchCache(st.caches)

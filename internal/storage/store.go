@@ -164,6 +164,34 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (KeyValu
 	return fromKV(prev[0]), resp.Header.Revision, nil
 }
 
+// Move puts value at to and deletes from in one transaction, if nothing is at to and from was
+// last modified at expected: a move cut short anywhere leaves the value at one key or the
+// other. It fails with ErrExists when to holds a value, ErrConflict when from has changed.
+func (s *Store) Move(ctx context.Context, from, to string, value []byte, expected int64) (int64, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(to), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(from), "=", expected)).
+		Then(clientv3.OpPut(to, string(value)), clientv3.OpDelete(from)).
+		Else(clientv3.OpGet(to, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return 0, s.failure(err)
+	}
+	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().Count > 0 {
+			return 0, ErrExists
+		}
+		return 0, ErrConflict
+	}
+	s.written.Add(int64(len(value)))
+	return resp.Header.Revision, nil
+}
+
 // Get reads key at revision (0: the latest).
 func (s *Store) Get(ctx context.Context, key string, revision int64) (KeyValue, int64, error) {
 	opts := []clientv3.OpOption{}

@@ -203,3 +203,30 @@ func testCompaction(t *testing.T, s *Store) {
 		t.Fatal("watch from a compacted revision did not fail")
 	}
 }
+
+func TestMove(t *testing.T) {
+	ctx := context.Background()
+	b, err := OpenEmbedded(ctx, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	s := NewStore(b.Client)
+	rev, _ := s.Create(ctx, "/a", []byte("v"))
+	if _, err := s.Move(ctx, "/a", "/b", []byte("v"), rev-1); !errors.Is(err, ErrConflict) {
+		t.Errorf("move of a changed key: %v, want ErrConflict", err)
+	}
+	_, _ = s.Create(ctx, "/taken", []byte("t"))
+	if _, err := s.Move(ctx, "/a", "/taken", []byte("v"), rev); !errors.Is(err, ErrExists) {
+		t.Errorf("move onto a taken key: %v, want ErrExists", err)
+	}
+	if _, err := s.Move(ctx, "/a", "/b", []byte("v"), rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "/a", 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("old key after move: %v, want ErrNotFound", err)
+	}
+	if kv, _, err := s.Get(ctx, "/b", 0); err != nil || string(kv.Value) != "v" {
+		t.Errorf("new key after move: %q, %v", kv.Value, err)
+	}
+}
