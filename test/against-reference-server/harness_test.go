@@ -3,8 +3,6 @@ package againstreference
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/lapis-dev/lapis/internal/server"
+	"github.com/lapis-dev/lapis/internal/testkit/inprocess"
 )
 
 // servers are the two servers under comparison, set up once by TestMain.
@@ -34,20 +32,14 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir, err := os.MkdirTemp("", "lapis-differential-")
+	lapis, err := inprocess.Start(ctx, "lapis-differential-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-
-	srv, err := server.Start(ctx, server.Config{DataDir: filepath.Join(dir, "lapis"), Listen: "127.0.0.1:0"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting lapis:", err)
-		return 1
-	}
-	defer srv.Shutdown(context.Background())
-	if servers.lapis, err = clientcmd.BuildConfigFromFlags("", server.KubeconfigPath(filepath.Join(dir, "lapis"))); err != nil {
+	defer lapis.Stop()
+	dir := lapis.Dir()
+	if servers.lapis, err = clientcmd.BuildConfigFromFlags("", lapis.Kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -3,14 +3,12 @@ package sequences
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/lapis-dev/lapis/internal/server"
+	"github.com/lapis-dev/lapis/internal/testkit/inprocess"
 	"github.com/lapis-dev/lapis/internal/testkit/kubereference"
 )
 
@@ -42,19 +40,14 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	env.gen = NewGenerator(poolSize)
-	dir, err := os.MkdirTemp("", "lapis-sequences-")
+	lapis, err := inprocess.Start(ctx, "lapis-sequences-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	srv, err := server.Start(ctx, server.Config{DataDir: filepath.Join(dir, "lapis"), Listen: "127.0.0.1:0"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting lapis:", err)
-		return 1
-	}
-	defer srv.Shutdown(context.Background())
-	if env.lapis, err = prepared(ctx, "lapis", server.KubeconfigPath(filepath.Join(dir, "lapis"))); err != nil {
+	defer lapis.Stop()
+	dir := lapis.Dir()
+	if env.lapis, err = prepared(ctx, "lapis", lapis.Kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
