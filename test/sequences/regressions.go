@@ -10,7 +10,7 @@ type regression struct {
 	steps    []Step
 }
 
-// obj is a body of kind with name "s" (the runner names the object) and fields.
+// objOf is a body of kind with fields, named "s" (the runner renames it).
 func objOf(apiVersion, kind string, fields map[string]any) map[string]any {
 	o := map[string]any{"apiVersion": apiVersion, "kind": kind}
 	for k, v := range fields {
@@ -78,7 +78,7 @@ var regressions = []regression{
 	}},
 }
 
-// Regression is the written sequence named name, on g's kinds.
+// regression is r as a Sequence on g's kinds.
 func (g *Generator) regression(r regression) Sequence {
 	for _, k := range g.kinds {
 		if k.resource == r.resource {

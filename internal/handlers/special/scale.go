@@ -6,13 +6,13 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/lapis-dev/lapis/internal/handlers"
@@ -88,7 +88,7 @@ func (s *scales) patch(rq *handlers.Request) error {
 		return err
 	}
 	return s.write(rq, func(current *unstructured.Unstructured, fm *managedfields.FieldManager) (*unstructured.Unstructured, error) {
-		return objects.MergeApplied(fm, current, config, opts.FieldManager, forced(opts))
+		return objects.MergeApplied(fm, current, config, opts.FieldManager, ptr.Deref(opts.Force, false))
 	}, objects.ScaleFieldsMerged, wo)
 }
 
@@ -140,5 +140,3 @@ func checkScaleKind(obj *unstructured.Unstructured) error {
 	}
 	return nil
 }
-
-func forced(opts metav1.PatchOptions) bool { return opts.Force != nil && *opts.Force }
