@@ -252,6 +252,14 @@ func onlyCredentialID(v any) bool {
 func maskTableCells(table map[string]any) {
 	cols, _ := table["columnDefinitions"].([]any)
 	rows, _ := table["rows"].([]any)
+	// kube prints an IPAddress's age in a cell no column names (printIPAddress has three cells
+	// for two columns): a cell past the columns is masked like a named Age cell.
+	for _, r := range rows {
+		cells, _ := nested(map[string]any{"r": r}, "r", "cells").([]any)
+		for i := len(cols); i < len(cells); i++ {
+			cells[i] = "<masked>"
+		}
+	}
 	for i, c := range cols {
 		name, _ := nested(map[string]any{"c": c}, "c", "name").(string)
 		for _, r := range rows {
