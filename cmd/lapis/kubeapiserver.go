@@ -16,6 +16,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/server"
+	"github.com/lapis-dev/lapis/internal/storage/kubeencoding"
 )
 
 // kubeFlags are kube-apiserver's flags that `lapis serve` shares with lapis started as
@@ -75,6 +76,7 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", help("etcd-certfile"))
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", help("etcd-keyfile"))
 	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, help("etcd-compaction-interval"))
+	fs.StringVar(&cfg.StorageMediaType, "storage-media-type", kubeencoding.JSON, help("storage-media-type"))
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, help("request-timeout"))
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, help("service-cluster-ip-range"))
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, help("service-node-port-range"))
@@ -105,6 +107,9 @@ var sharedHelp = map[string][2]string{
 	"etcd-keyfile": {
 		"SSL key file used to secure etcd communication",
 		"SSL key file used to secure etcd communication."},
+	"storage-media-type": {
+		"how built-in objects are written to etcd: application/json (served from etcd's bytes without decoding), application/vnd.kubernetes.protobuf (kube-apiserver's default) or application/yaml; all three, and custom resources' JSON, are read whatever it says",
+		"The media type to use to store objects in storage. Some resources or storage backends may only support a specific media type and will ignore this setting. Supported media types: [application/json, application/yaml, application/vnd.kubernetes.protobuf]. lapis's default is application/json, which it serves without decoding; it reads every type whatever this says."},
 	"etcd-compaction-interval": {
 		"how long watch and continue history is kept",
 		"The interval of compaction requests."},
@@ -180,7 +185,6 @@ func (k *kubeFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 var ignoredKubeFlags = []struct{ name, kind, why string }{
 	{"admission-control-config-file", "string", "lapis runs the admission plugins without configuration"},
 	{"runtime-config", "string", "lapis serves every built-in API version kube-apiserver serves by default"},
-	{"storage-media-type", "string", "lapis stores JSON"},
 	{"etcd-prefix", "string", "lapis keeps its own key layout"},
 	{"endpoint-reconciler-type", "string", "lapis keeps the kubernetes Service's endpoints itself"},
 	{"api-audiences", "strings", "ServiceAccount tokens' audience is the issuer"},

@@ -70,7 +70,7 @@ func TestParseKubeAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := server.Config{
-				EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout,
+				EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout, StorageMediaType: "application/json",
 				ServiceClusterIPRange: "10.0.0.0/24", ServiceNodePortRange: "30000-32767", KubeAPIServerOnly: true,
 			}
 			audit.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), &want.Audit)

@@ -34,6 +34,9 @@ type Config struct {
 	// processes to share it): an https URL, served with a certificate of lapis's CA, accepting
 	// only the client certificate lapis writes to DataDir/pki/etcd-client.{crt,key}.
 	EmbeddedEtcdClientURL string
+	// StorageMediaType is how built-in objects are written to etcd (kube-apiserver's
+	// --storage-media-type; empty: JSON, see kubeencoding). Every encoding is read.
+	StorageMediaType string
 	// RequestTimeout bounds requests other than watches, as kube-apiserver's --request-timeout;
 	// zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
@@ -134,6 +137,9 @@ func (c Config) validate() error {
 		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile apply to --etcd-servers")
 	}
 	if _, err := allocate.ParseConfig(c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
+		return err
+	}
+	if _, err := storedValues(c); err != nil {
 		return err
 	}
 	if c.AdvertiseAddress != "" && net.ParseIP(c.AdvertiseAddress) == nil {

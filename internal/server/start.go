@@ -184,6 +184,11 @@ func (st *startup) objects() error {
 	}
 	s.backend = backend
 	st.store = backend.Store(s.log) // refuses writes while the disk is nearly full
+	values, err := storedValues(s.cfg)
+	if err != nil {
+		return err
+	}
+	st.store.UseValues(values)
 	// Before anything reads objects: an older lapis's data moves to kube's keys.
 	if err := objects.MigrateKeys(st.ctx, st.store, st.cat.Stored(), s.log); err != nil {
 		return err

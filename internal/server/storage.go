@@ -7,9 +7,29 @@ import (
 	"log/slog"
 	"net/url"
 
+	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
 	"github.com/lapis-dev/lapis/internal/pki"
 	"github.com/lapis-dev/lapis/internal/storage"
+	"github.com/lapis-dev/lapis/internal/storage/kubeencoding"
 )
+
+// storedValues reads what kube-apiserver writes to etcd, and writes what cfg's
+// --storage-media-type asks for (JSON unless told otherwise: lapis serves stored JSON without
+// decoding it).
+func storedValues(cfg Config) (*kubeencoding.Values, error) {
+	mediaType := cfg.StorageMediaType
+	if mediaType == "" {
+		mediaType = kubeencoding.JSON
+	}
+	// kube-apiserver's own servers' types: CustomResourceDefinitions are apiextensions-apiserver's
+	// (APIServices, kube-aggregator's, are in the legacy scheme: catalog/kube adds them).
+	apiextensions := runtime.NewScheme()
+	apiextensionsinstall.Install(apiextensions)
+	return kubeencoding.New(mediaType, legacyscheme.Scheme, apiextensions)
+}
 
 // pendingStorage is storage being opened.
 type pendingStorage struct {

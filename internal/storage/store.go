@@ -18,11 +18,39 @@ import (
 
 // KeyValue is one stored value and the revisions that created and last modified it.
 type KeyValue struct {
-	Key            string
+	Key string
+	// Value is what the Store's Values read from etcd: lapis's stored form.
 	Value          []byte
 	CreateRevision int64
 	ModRevision    int64
+	// Corrupt, when set, says why the value in etcd could not be read; Value then holds the
+	// bytes as etcd keeps them.
+	Corrupt *CorruptError
 }
+
+// Values converts between the values etcd holds and the ones a Store's callers read and write
+// (kube-apiserver's encodings and lapis's stored form: see storage/kubeencoding).
+type Values interface {
+	// FromStorage returns what callers read for the value stored at key.
+	FromStorage(key string, stored []byte) ([]byte, error)
+	// ToStorage returns what is stored at key for a value a caller writes.
+	ToStorage(key string, value []byte) ([]byte, error)
+}
+
+// CorruptError says a value in etcd could not be read: kube-apiserver's "corrupt object".
+type CorruptError struct {
+	Key string
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt object at %s: %v", e.Key, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // Error kinds callers branch on; test with errors.Is.
 var (
@@ -39,12 +67,15 @@ var (
 	ErrTimeout = errors.New("etcd did not answer in time")
 	// ErrTooLarge: the value is more than etcd accepts in one request.
 	ErrTooLarge = errors.New("too large for storage")
+	// ErrCorrupt: a stored value could not be read (a *CorruptError says which and why).
+	ErrCorrupt = errors.New("corrupt object")
 )
 
 // Store reads and writes values under a key prefix of one etcd.
 type Store struct {
 	client *clientv3.Client
 	space  *spaceGuard // nil: writes are not held back for disk space
+	values Values      // nil: values are stored as written
 	// written counts the bytes of values this Store has put, which etcd keeps as history until
 	// compaction: the compactor bounds history by it.
 	written atomic.Int64
@@ -73,8 +104,34 @@ func (s *Store) writable() error { return s.space.check() }
 // NewStore returns a Store on client.
 func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
 
-func fromKV(kv *mvccpb.KeyValue) KeyValue {
-	return KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+// UseValues makes the Store read and write values through v. Call it before any other method.
+func (s *Store) UseValues(v Values) { s.values = v }
+
+// fromKV is what callers read of kv: its value through s.values, or why that failed.
+func (s *Store) fromKV(kv *mvccpb.KeyValue) KeyValue {
+	out := KeyValue{Key: string(kv.Key), Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision}
+	if s.values == nil {
+		return out
+	}
+	value, err := s.values.FromStorage(out.Key, kv.Value)
+	if err != nil {
+		out.Corrupt = &CorruptError{Key: out.Key, Err: err}
+		return out
+	}
+	out.Value = value
+	return out
+}
+
+// toStorage is what etcd keeps at key for value.
+func (s *Store) toStorage(key string, value []byte) (string, error) {
+	if s.values == nil {
+		return string(value), nil
+	}
+	stored, err := s.values.ToStorage(key, value)
+	if err != nil {
+		return "", fmt.Errorf("encoding the value of %s: %w", key, err)
+	}
+	return string(stored), nil
 }
 
 // Create stores value at key if nothing is there, and returns the revision written.
@@ -87,11 +144,15 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 		}
 		return 0, err
 	}
+	stored, err := s.toStorage(key, value)
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := bounded(ctx, callTimeout)
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, stored)).
 		Commit()
 	if err != nil {
 		return 0, s.failure(err)
@@ -99,7 +160,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if !resp.Succeeded {
 		return 0, ErrExists
 	}
-	s.written.Add(int64(len(value)))
+	s.written.Add(int64(len(stored)))
 	return resp.Header.Revision, nil
 }
 
@@ -109,25 +170,29 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 	if err := s.writable(); err != nil {
 		return 0, KeyValue{}, err
 	}
+	stored, err := s.toStorage(key, value)
+	if err != nil {
+		return 0, KeyValue{}, err
+	}
 	ctx, cancel := bounded(ctx, callTimeout)
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
-		Then(clientv3.OpPut(key, string(value))).
+		Then(clientv3.OpPut(key, stored)).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
 		return 0, KeyValue{}, s.failure(err)
 	}
 	if resp.Succeeded {
-		s.written.Add(int64(len(value)))
+		s.written.Add(int64(len(stored)))
 		return resp.Header.Revision, KeyValue{}, nil
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
 		return 0, KeyValue{}, ErrNotFound
 	}
-	return 0, fromKV(kvs[0]), ErrConflict
+	return 0, s.fromKV(kvs[0]), ErrConflict
 }
 
 // Delete removes key if it was last modified at expected (0: whatever its revision) and returns
@@ -155,13 +220,13 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (KeyValu
 		if len(kvs) == 0 {
 			return KeyValue{}, 0, ErrNotFound
 		}
-		return fromKV(kvs[0]), 0, ErrConflict
+		return s.fromKV(kvs[0]), 0, ErrConflict
 	}
 	prev := resp.Responses[0].GetResponseDeleteRange().PrevKvs
 	if len(prev) == 0 {
 		return KeyValue{}, 0, ErrNotFound
 	}
-	return fromKV(prev[0]), resp.Header.Revision, nil
+	return s.fromKV(prev[0]), resp.Header.Revision, nil
 }
 
 // Move puts value at to and deletes from in one transaction, if nothing is at to and from was
@@ -171,12 +236,16 @@ func (s *Store) Move(ctx context.Context, from, to string, value []byte, expecte
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
+	stored, err := s.toStorage(to, value)
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := bounded(ctx, callTimeout)
 	defer cancel()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(to), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(from), "=", expected)).
-		Then(clientv3.OpPut(to, string(value)), clientv3.OpDelete(from)).
+		Then(clientv3.OpPut(to, stored), clientv3.OpDelete(from)).
 		Else(clientv3.OpGet(to, clientv3.WithCountOnly())).
 		Commit()
 	if err != nil {
@@ -188,7 +257,7 @@ func (s *Store) Move(ctx context.Context, from, to string, value []byte, expecte
 		}
 		return 0, ErrConflict
 	}
-	s.written.Add(int64(len(value)))
+	s.written.Add(int64(len(stored)))
 	return resp.Header.Revision, nil
 }
 
@@ -207,7 +276,11 @@ func (s *Store) Get(ctx context.Context, key string, revision int64) (KeyValue, 
 	if len(resp.Kvs) == 0 {
 		return KeyValue{}, resp.Header.Revision, ErrNotFound
 	}
-	return fromKV(resp.Kvs[0]), resp.Header.Revision, nil
+	kv := s.fromKV(resp.Kvs[0])
+	if kv.Corrupt != nil {
+		return kv, resp.Header.Revision, kv.Corrupt
+	}
+	return kv, resp.Header.Revision, nil
 }
 
 // ListOptions selects part of a prefix.
@@ -261,7 +334,7 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (ListRes
 		out.Revision = o.Revision
 	}
 	for i, kv := range resp.Kvs {
-		out.Items[i] = fromKV(kv)
+		out.Items[i] = s.fromKV(kv)
 	}
 	if resp.More {
 		out.Remaining = resp.Count - int64(len(resp.Kvs))
@@ -323,9 +396,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, afterRevision int64) (
 			}
 			batch := WatchBatch{Events: make([]Event, 0, len(resp.Events)), Revision: resp.Header.Revision}
 			for _, ev := range resp.Events {
-				e := Event{KV: fromKV(ev.Kv)}
+				e := Event{KV: s.fromKV(ev.Kv)}
 				if ev.PrevKv != nil {
-					e.Previous = fromKV(ev.PrevKv)
+					e.Previous = s.fromKV(ev.PrevKv)
 				}
 				if ev.Type == clientv3.EventTypeDelete {
 					e.Type = Deleted
