@@ -3,7 +3,10 @@ package storage
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // CompactionPolicy says how much history etcd keeps: a period ends after Interval, or once
@@ -20,16 +23,17 @@ type CompactionPolicy struct {
 // compactorPoll is how often the compactor looks at the bytes written.
 const compactorPoll = 250 * time.Millisecond
 
-// RunCompactor compacts etcd as policy says until ctx ends, as kube-apiserver does on its
-// interval. Several lapis processes sharing one etcd may all run it; compacting an already
-// compacted revision is a no-op. compacted, if not nil, learns each revision compacted away.
+// RunCompactor compacts etcd as policy says until ctx ends. Each period's end takes a turn
+// through kube-apiserver's compact_rev_key (see claimCompaction), so that lapis replicas and
+// kube-apiserver sharing the etcd compact once per period between them. compacted, if not nil,
+// learns each revision this Store compacted away.
 func (s *Store) RunCompactor(ctx context.Context, policy CompactionPolicy, log *slog.Logger, compacted func(revision int64)) {
 	if policy.Interval <= 0 {
 		return
 	}
 	poll := time.NewTicker(min(compactorPoll, policy.Interval))
 	defer poll.Stop()
-	var previous int64 // the revision the current period began at
+	var version, previous int64 // compact_rev_key's version as last seen; the period's start
 	periodStart, writtenAtStart := time.Now(), s.written.Load()
 	for {
 		select {
@@ -41,18 +45,50 @@ func (s *Store) RunCompactor(ctx context.Context, policy CompactionPolicy, log *
 		if time.Since(periodStart) < policy.Interval && !byBytes {
 			continue
 		}
-		if previous > 0 {
+		v, rev, won, err := s.claimCompaction(ctx, version, previous)
+		if err != nil {
+			continue
+		}
+		if won && previous > 0 {
 			if err := s.Compact(ctx, previous); err != nil && ctx.Err() == nil {
 				log.Warn("etcd compaction failed", "revision", previous, "err", err)
 			} else if compacted != nil {
 				compacted(previous)
 			}
 		}
-		rev, err := s.Revision(ctx)
-		if err != nil {
-			continue
-		}
-		previous = rev
+		version, previous = v, rev
 		periodStart, writtenAtStart = time.Now(), s.written.Load()
 	}
+}
+
+// compactRevKey is kube-apiserver's compaction turn: its value the last revision compacted,
+// its version a logical clock (k8s.io/apiserver/pkg/storage/etcd3/compact.go, v0.37.2).
+const compactRevKey = "compact_rev_key"
+
+// claimCompaction is kube's Compact step without the compaction: if compact_rev_key's version
+// is still expectVersion, nobody took this period's turn, and this Store takes it by writing
+// rev there (won). Either way it returns the key's version now and the revision the next
+// period starts at.
+func (s *Store) claimCompaction(ctx context.Context, expectVersion, rev int64) (version, next int64, won bool, err error) {
+	if err := s.writable(); err != nil {
+		return 0, 0, false, err
+	}
+	ctx, cancel := bounded(ctx, callTimeout)
+	defer cancel()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Version(compactRevKey), "=", expectVersion)).
+		Then(clientv3.OpPut(compactRevKey, strconv.FormatInt(rev, 10))).
+		Else(clientv3.OpGet(compactRevKey)).
+		Commit()
+	if err != nil {
+		return 0, 0, false, s.failure(err)
+	}
+	if resp.Succeeded {
+		return expectVersion + 1, resp.Header.Revision, true, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return 0, resp.Header.Revision, false, nil
+	}
+	return kvs[0].Version, resp.Header.Revision, false, nil
 }

@@ -59,3 +59,36 @@ func TestCompactionByBytes(t *testing.T) {
 		t.Errorf("revision %d still readable after compaction at %d", mark-1, mark)
 	}
 }
+
+// Compaction turns are kube-apiserver's: whoever moves compact_rev_key's version first in a
+// period compacts; the others see they lost and adopt the new version for the next period.
+func TestCompactionTurnsAreSharedThroughCompactRevKey(t *testing.T) {
+	ctx := context.Background()
+	backend, err := OpenEmbedded(ctx, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	a, b := NewStore(backend.Client), NewStore(backend.Client)
+	rev, err := a.Create(ctx, "/k", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, _, won, err := a.claimCompaction(ctx, 0, rev)
+	if err != nil || !won || version != 1 {
+		t.Fatalf("first claim: version %d, won %v, %v; want version 1, won", version, won, err)
+	}
+	// b still believes the version is 0: this period's turn is taken.
+	version, _, won, err = b.claimCompaction(ctx, 0, rev)
+	if err != nil || won || version != 1 {
+		t.Fatalf("second claim in the same period: version %d, won %v, %v; want version 1, lost", version, won, err)
+	}
+	// Next period, b holds the current version and takes the turn.
+	if _, _, won, err = b.claimCompaction(ctx, version, rev); err != nil || !won {
+		t.Fatalf("b's claim in the next period: won %v, %v", won, err)
+	}
+	kv, err := backend.Client.Get(ctx, compactRevKey)
+	if err != nil || len(kv.Kvs) != 1 || string(kv.Kvs[0].Value) != fmt.Sprint(rev) || kv.Kvs[0].Version != 2 {
+		t.Errorf("compact_rev_key = %v, %v; want %d at version 2, as kube-apiserver writes it", kv.Kvs, err, rev)
+	}
+}
