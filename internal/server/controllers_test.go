@@ -2,13 +2,17 @@ package server
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // TestKubeAPIServerOnly: as kube-apiserver alone (envtest's), lapis runs none of
@@ -82,4 +86,51 @@ func TestServiceAccountAdmissionDisabled(t *testing.T) {
 	if sas, err := cs.CoreV1().ServiceAccounts("plain").List(ctx, metav1.ListOptions{}); err != nil || len(sas.Items) != 0 {
 		t.Errorf("ServiceAccounts in a new namespace: %v (%v), want none", sas, err)
 	}
+}
+
+// TestStepsAsideForKubeControllerManager: on an etcd other processes share, lapis's
+// kube-controller-manager controllers stop while a kube-controller-manager holds its Lease, and
+// resume once the Lease expires: here, kube-root-ca.crt is published in a new namespace only
+// then.
+func TestStepsAsideForKubeControllerManager(t *testing.T) {
+	port := freeTCPPort(t)
+	cfg := Config{EmbeddedEtcdClientURL: "https://127.0.0.1:" + port} // shared: not sole
+	cs := kubernetes.NewForConfigOrDie(startInProcess(t, cfg, nil))
+	ctx := context.Background()
+	renewed := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("kcm-elsewhere"), RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](8)}}
+	if _, err := cs.CoordinationV1().Leases("kube-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // past a look at the Lease (leader.DefaultUnheldPoll)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "migrating"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if _, err := cs.CoreV1().ConfigMaps("migrating").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("kube-root-ca.crt while kube-controller-manager holds its Lease: %v, want NotFound", err)
+	}
+	// The holder stops renewing: 8 s after its last renewal lapis takes over.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := cs.CoreV1().ConfigMaps("migrating").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-root-ca.crt after kube-controller-manager's Lease expired: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freeTCPPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

@@ -40,7 +40,9 @@ type singletons struct {
 // allocation on create, through etcd transactions), the allocators' repair at start (create-if-
 // absent and compare-and-swap writes), RBAC bootstrap, default objects, FlowSchema status, the
 // kubernetes Service, and kube-root-ca.crt: each replica adds its own CA to the bundle, which the
-// publisher keeps merged (replicas with their own CAs all need to be trusted).
+// publisher keeps merged (replicas with their own CAs all need to be trusted). kube-controller-
+// manager's controllers, kube-root-ca.crt's included, step aside while a kube-controller-manager
+// holds its Lease on the same etcd.
 func (s *Server) startSingletons(ctx context.Context, d singletons) (*leader.Elector, error) {
 	// Controllers start the shared informers they use; those must outlive a term, for the
 	// request path shares them and a later term finds them running.
@@ -54,24 +56,39 @@ func (s *Server) startSingletons(ctx context.Context, d singletons) (*leader.Ele
 			apiserverid.RunGC(ctx, d.lb.client, apiserverid.GCPeriod)
 		}},
 	}
+	sole := s.sole()
+	controller := func(w leader.Work) leader.Work { return s.asideForKubeControllerManager(d.lb, w) }
 	// kube-apiserver alone makes no default ServiceAccounts (kube-controller-manager does); lapis
 	// does so even then while its ServiceAccount admission plugin, which needs them, runs.
 	if !s.cfg.KubeAPIServerOnly || lapisadmission.Runs("ServiceAccount", s.cfg.EnableAdmissionPlugins, s.cfg.DisableAdmissionPlugins) {
-		work = append(work, leader.Work{Name: "serviceaccount", Run: func(ctx context.Context) { serviceaccount.NewController(s.objects, s.log).Run(ctx) }})
+		work = append(work, controller(leader.Work{Name: "serviceaccount", Run: func(ctx context.Context) { serviceaccount.NewController(s.objects, s.log).Run(ctx) }}))
 	}
 	if !s.cfg.KubeAPIServerOnly {
 		work = append(work,
-			leader.Work{Name: "namespace", Run: func(ctx context.Context) { namespace.NewController(s.objects, s.log).Run(ctx) }},
-			leader.Work{Name: "garbage collector", Run: func(ctx context.Context) { garbagecollector.New(s.objects, s.log).Run(ctx) }},
-			leader.Work{Name: "controller manager", Run: func(ctx context.Context) {
+			controller(leader.Work{Name: "namespace", Run: func(ctx context.Context) { namespace.NewController(s.objects, s.log).Run(ctx) }}),
+			controller(leader.Work{Name: "garbage collector", Run: func(ctx context.Context) { garbagecollector.New(s.objects, s.log).Run(ctx) }}),
+			controller(leader.Work{Name: "controller manager", Run: func(ctx context.Context) {
 				s.runControllerManager(ctx, lb, d.authenticator, d.creds)
 				<-ctx.Done() // its controllers end with ctx
-			}},
+			}}),
 		)
 	}
-	// An embedded etcd that no other process reaches has no other replica to keep out.
-	sole := len(s.cfg.EtcdServers) == 0 && s.cfg.EmbeddedEtcdClientURL == ""
 	return leader.Start(ctx, leader.Config{Client: d.lb.client, Name: ControllersLease, Sole: sole, Log: s.log.With("component", "leader")}, work...)
+}
+
+// sole says no other process can share this lapis's etcd: it is embedded and not exposed.
+func (s *Server) sole() bool { return len(s.cfg.EtcdServers) == 0 && s.cfg.EmbeddedEtcdClientURL == "" }
+
+// asideForKubeControllerManager returns work that runs w, one of kube-controller-manager's
+// controllers, only while no kube-controller-manager holds its Lease on the same etcd (during a
+// migration from kube-apiserver, say): two would fight over every object they both write.
+func (s *Server) asideForKubeControllerManager(lb *loopback, w leader.Work) leader.Work {
+	if s.sole() {
+		return w
+	}
+	kcm := leader.Unheld{Client: lb.client, Namespace: "kube-system", Name: leader.KubeControllerManagerLease,
+		Log: s.log.With("component", "leader")}
+	return kcm.WhileUnheld(w)
 }
 
 // longLived is an informer factory whose informers, once started, run until stop whatever

@@ -26,6 +26,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/controllers/apf"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/crd"
+	"github.com/lapis-dev/lapis/internal/leader"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/pki"
 	"github.com/lapis-dev/lapis/internal/storage"
@@ -220,7 +221,10 @@ func (st *startup) controllers() error {
 	// its kubeconfig trusts). Every replica adds its own CA to the bundle. The rest of
 	// kube-controller-manager's work runs on one replica once lapis serves (startSingletons).
 	if !s.cfg.KubeAPIServerOnly {
-		go rootca.NewController(s.objects, st.creds.CAPEM, s.log).Run(st.run)
+		publish := leader.Work{Name: "root-ca-certificate-publisher", Run: func(ctx context.Context) {
+			rootca.NewController(s.objects, st.creds.CAPEM, s.log).Run(ctx)
+		}}
+		go s.asideForKubeControllerManager(st.lb, publish).Run(st.run)
 	}
 	st.gate = newAdmissionGate()
 	s.cleanup.push("admission gate", func(context.Context) error { st.gate.use(nil); return nil }) // waiting writes are refused
