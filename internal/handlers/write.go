@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/lapis-dev/lapis/internal/objects"
 )
@@ -104,6 +106,9 @@ func (h *Handler) delete(rq *request) error {
 	if err != nil {
 		return err
 	}
+	if ptr.Deref(opts.IgnoreStoreReadErrorWithClusterBreakingPotential, false) {
+		return h.deleteCorrupt(rq, opts)
+	}
 	res, err := h.objects.Delete(rq.req.Context(), rq.resource, rq.info.Namespace, rq.info.Name, objects.DeleteOptions{
 		DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: PropagationPolicy(opts),
 		GracePeriodSeconds: opts.GracePeriodSeconds,
@@ -124,6 +129,28 @@ func (h *Handler) delete(rq *request) error {
 		return nil
 	}
 	writeStatus(rq.w, rq.req, code, successStatus(rq, res.Object), rq.protobuf)
+	return nil
+}
+
+// deleteCorrupt is kube's unsafe deletion of an object storage cannot read: allowed to those
+// who may also "unsafe-delete-ignore-read-errors" the resource (endpoints/handlers/delete.go's
+// authorizeUnsafeDelete, v0.37.2), answered with a bare Status naming the kind.
+func (h *Handler) deleteCorrupt(rq *request, opts metav1.DeleteOptions) error {
+	ctx := rq.req.Context()
+	if rq.info.Subresource != "" {
+		return apierrors.NewForbidden(rq.resource.GroupVersionResource().GroupResource(), rq.info.Name,
+			errors.New("ignoreStoreReadErrorWithClusterBreakingPotential delete option is not allowed on a subresource or non-resource request"))
+	}
+	if err := h.authorizeAs(rq, "unsafe-delete-ignore-read-errors")(ctx); err != nil {
+		return err
+	}
+	if _, err := h.objects.Delete(ctx, rq.resource, rq.info.Namespace, rq.info.Name,
+		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), IgnoreStoreReadError: true}); err != nil {
+		return err
+	}
+	status := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+		Code: http.StatusOK, Details: &metav1.StatusDetails{Name: rq.info.Name, Kind: rq.resource.Kind}}
+	writeStatus(rq.w, rq.req, http.StatusOK, status, rq.protobuf)
 	return nil
 }
 
@@ -164,6 +191,10 @@ func (h *Handler) deleteCollection(rq *request) error {
 	opts, err := deleteOptions(rq.req)
 	if err != nil {
 		return err
+	}
+	if ptr.Deref(opts.IgnoreStoreReadErrorWithClusterBreakingPotential, false) {
+		return apierrors.NewInvalid(optionsGroupKind("DeleteOptions"), "", field.ErrorList{field.Invalid(
+			field.NewPath("ignoreStoreReadErrorWithClusterBreakingPotential"), true, "is not allowed with DELETECOLLECTION, try again after removing the option")})
 	}
 	deleted, rv, err := h.objects.DeleteCollection(rq.req.Context(), rq.resource, rq.info.Namespace, listOpts,
 		objects.DeleteOptions{DryRun: isDryRun(opts.DryRun), Preconditions: opts.Preconditions, PropagationPolicy: PropagationPolicy(opts),

@@ -91,6 +91,9 @@ func (s *Service) rawFromEntry(r *catalog.Resource, e *watchcache.Entry, rev int
 }
 
 func (s *Service) objectFromEntry(r *catalog.Resource, e *watchcache.Entry) (*unstructured.Unstructured, error) {
+	if e.Corrupt != nil {
+		return nil, e.Corrupt
+	}
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(e.Value); err != nil {
 		return nil, fmt.Errorf("decoding cached object: %w", err)
@@ -137,7 +140,14 @@ func (s *Service) listCached(ctx context.Context, r *catalog.Resource, namespace
 	prefix := listPrefix(r, namespace)
 	entries, rev := c.List(prefix)
 	var taken int64
+	var corrupt corruptObjects
 	for i, e := range entries {
+		if corrupt.add(e.KeyValue) {
+			if corrupt.full() {
+				break
+			}
+			continue
+		}
 		if !s.matchesEntry(r, f, e) {
 			continue
 		}
@@ -156,5 +166,5 @@ func (s *Service) listCached(ctx context.Context, r *catalog.Resource, namespace
 		}
 	}
 	meta.ResourceVersion = revisionString(rev)
-	return nil
+	return corrupt.err(r)
 }

@@ -29,6 +29,9 @@ type DeleteOptions struct {
 	PropagationPolicy *metav1.DeletionPropagation
 	// GracePeriodSeconds is the request's grace period, for types deleted gracefully (Pods).
 	GracePeriodSeconds *int64
+	// IgnoreStoreReadError is kube's ignoreStoreReadErrorWithClusterBreakingPotential: remove an
+	// object storage cannot read, without admission, preconditions or finalizers.
+	IgnoreStoreReadError bool
 }
 
 // kube is the options as kube's DeleteOptions, which admission plugins see.
@@ -62,6 +65,9 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 		return DeleteResult{}, apierrors.NewForbidden(qualifiedResource(r), name, errors.New("this namespace may not be deleted"))
 	}
 	key := objectKey(r, namespace, name)
+	if opts.IgnoreStoreReadError {
+		return s.deleteCorrupt(ctx, r, key, name, opts.DryRun)
+	}
 	// A lost race is retried: preconditions are checked again against the newer object.
 	for {
 		kv, _, err := s.store.Get(ctx, key, 0)
@@ -299,4 +305,25 @@ func (s *Service) DeleteCollection(ctx context.Context, r *catalog.Resource, nam
 		out = append(out, res.Object)
 	}
 	return out, meta.ResourceVersion, nil
+}
+
+// deleteCorrupt is kube's unsafe deletion (registry's corruptObjectDeleter and etcd3's
+// conditionalDelete with ExpectTransformOrDecodeError, v0.37.2): it removes only an object
+// storage cannot read, as it is (a dry run removes nothing), and refuses one it can read.
+func (s *Service) deleteCorrupt(ctx context.Context, r *catalog.Resource, key, name string, dryRun bool) (DeleteResult, error) {
+	kv, _, err := s.store.Get(ctx, key, 0)
+	if err == nil {
+		return DeleteResult{}, apierrors.NewConflict(qualifiedResource(r), name, fmt.Errorf(
+			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: unsafe deletion is not allowed because the object is decodable from storage", key))
+	}
+	if !errors.Is(err, storage.ErrCorrupt) {
+		return DeleteResult{}, storageError(r, name, err)
+	}
+	if !dryRun {
+		if _, _, err := s.store.Delete(ctx, key, kv.ModRevision); err != nil {
+			return DeleteResult{}, storageError(r, name, err)
+		}
+	}
+	namespace, _ := namespaceAndName(r, key)
+	return DeleteResult{Object: unreadable(r, namespace, name, kv), Deleted: true}, nil
 }

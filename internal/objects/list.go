@@ -257,6 +257,7 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 		limit = 0
 	}
 	var taken int64
+	var corrupt corruptObjects
 	for {
 		page, err := s.store.List(ctx, prefix, storage.ListOptions{Revision: rev, Limit: limit, Start: start, After: after})
 		if errors.Is(err, storage.ErrFutureRevision) {
@@ -275,6 +276,12 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 		}
 		rev = page.Revision
 		for i, kv := range page.Items {
+			if corrupt.add(kv) {
+				if after = kv.Key; corrupt.full() {
+					return corrupt.err(r)
+				}
+				continue
+			}
 			var obj *unstructured.Unstructured
 			if f.needsBody {
 				if obj, err = s.fromStorage(r, kv); err != nil {
@@ -299,12 +306,12 @@ func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace strin
 					}
 				}
 				meta.ResourceVersion = revisionString(rev)
-				return nil
+				return corrupt.err(r)
 			}
 		}
 		if !page.More {
 			meta.ResourceVersion = revisionString(rev)
-			return nil
+			return corrupt.err(r)
 		}
 	}
 }

@@ -52,7 +52,10 @@ func qualifiedResource(r *catalog.Resource) schema.GroupResource {
 // storageError turns a store error into the API error kube-apiserver gives for it.
 func storageError(r *catalog.Resource, name string, err error) error {
 	gr := qualifiedResource(r)
+	var corrupt *storage.CorruptError
 	switch {
+	case errors.As(err, &corrupt):
+		return corruptGetError(corrupt)
 	case errors.Is(err, storage.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)
 	case errors.Is(err, storage.ErrExists):
@@ -173,6 +176,9 @@ func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, na
 			e, _, ok := c.Get(objectKey(r, namespace, name))
 			if !ok {
 				return nil, apierrors.NewNotFound(qualifiedResource(r), name)
+			}
+			if e.Corrupt != nil {
+				return nil, corruptGetError(e.Corrupt)
 			}
 			raw, err := s.rawFromEntry(r, e, e.ModRevision)
 			if err != nil {

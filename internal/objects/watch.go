@@ -133,8 +133,8 @@ func (s *Service) streamCached(ctx context.Context, r *catalog.Resource, f *filt
 	defer w.Stop()
 	send := sender(ctx, out)
 	for _, e := range snap.Objects {
-		if !s.matchesEntry(r, f, e) {
-			continue
+		if e.Corrupt != nil || !s.matchesEntry(r, f, e) {
+			continue // a corrupt object is never sent: reads and lists name it
 		}
 		raw, err := s.rawFromEntry(r, e, e.ModRevision)
 		if err != nil || !send(WatchEvent{Type: watch.Added, Object: raw}) {
@@ -167,7 +167,7 @@ func (s *Service) streamCached(ctx context.Context, r *catalog.Resource, f *filt
 			}
 			last = e.Revision
 			typ, show := s.eventType(r, f, e)
-			if !show {
+			if !show || e.Object.Corrupt != nil || (e.Previous != nil && e.Previous.Corrupt != nil && typ == watch.Deleted) {
 				continue
 			}
 			// An object leaving the selection is reported as it was while selected (kube's

@@ -39,12 +39,19 @@ type Values interface {
 
 // CorruptError says a value in etcd could not be read: kube-apiserver's "corrupt object".
 type CorruptError struct {
-	Key string
-	Err error
+	Key      string
+	Revision int64 // the revision that wrote the value
+	Err      error
 }
 
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("corrupt object at %s: %v", e.Key, e.Err)
+func (e *CorruptError) Error() string { return e.StorageError(e.Key) }
+
+// StorageError is kube-apiserver's message for the error, naming the key as key (its GETs name
+// it below the etcd prefix, its lists in full): k8s.io/apiserver/pkg/storage's StorageError
+// around etcd3's corruptObjectError, v0.37.2.
+func (e *CorruptError) StorageError(key string) string {
+	return fmt.Sprintf("StorageError: corrupt object, Code: 7, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=%d: %v",
+		key, e.Revision, e.Err)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
@@ -115,7 +122,7 @@ func (s *Store) fromKV(kv *mvccpb.KeyValue) KeyValue {
 	}
 	value, err := s.values.FromStorage(out.Key, kv.Value)
 	if err != nil {
-		out.Corrupt = &CorruptError{Key: out.Key, Err: err}
+		out.Corrupt = &CorruptError{Key: out.Key, Revision: kv.ModRevision, Err: err}
 		return out
 	}
 	out.Value = value

@@ -152,6 +152,12 @@ func newCache(store *storage.Store, prefix string, split func(string) (string, s
 
 func (c *Cache) entry(kv storage.KeyValue) *Entry {
 	ns, name := c.split(kv.Key)
+	if kv.Corrupt != nil {
+		// Kept, so that reads and lists of it answer as kube's do; never served.
+		c.log.Error("an object in etcd cannot be read; reads and lists that include it fail until it is deleted (with ignoreStoreReadErrorWithClusterBreakingPotential)",
+			"key", kv.Key, "revision", kv.ModRevision, "err", kv.Corrupt.Err)
+		return &Entry{KeyValue: kv, Namespace: ns, Name: name}
+	}
 	var meta struct {
 		Metadata struct {
 			Labels map[string]string `json:"labels"`
