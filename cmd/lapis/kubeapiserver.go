@@ -74,6 +74,7 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", help("etcd-cafile"))
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", help("etcd-certfile"))
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", help("etcd-keyfile"))
+	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", server.DefaultEtcdPrefix, help("etcd-prefix"))
 	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, help("etcd-compaction-interval"))
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, help("request-timeout"))
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, help("service-cluster-ip-range"))
@@ -105,6 +106,9 @@ var sharedHelp = map[string][2]string{
 	"etcd-keyfile": {
 		"SSL key file used to secure etcd communication",
 		"SSL key file used to secure etcd communication."},
+	"etcd-prefix": {
+		"prefix below which lapis keeps everything in etcd, as kube-apiserver's flag (servers with different prefixes share an etcd without seeing each other's objects)",
+		"The prefix to prepend to all resource paths in etcd."},
 	"etcd-compaction-interval": {
 		"how long watch and continue history is kept",
 		"The interval of compaction requests."},
@@ -181,7 +185,6 @@ var ignoredKubeFlags = []struct{ name, kind, why string }{
 	{"admission-control-config-file", "string", "lapis runs the admission plugins without configuration"},
 	{"runtime-config", "string", "lapis serves every built-in API version kube-apiserver serves by default"},
 	{"storage-media-type", "string", "lapis stores JSON"},
-	{"etcd-prefix", "string", "lapis keeps its own key layout"},
 	{"endpoint-reconciler-type", "string", "lapis keeps the kubernetes Service's endpoints itself"},
 	{"api-audiences", "strings", "ServiceAccount tokens' audience is the issuer"},
 	{"profiling", "bool", "no profiling endpoints"},

@@ -61,7 +61,7 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 	if r.StorageGroupResource == namespacesResource && undeletableNamespaces.Has(name) {
 		return DeleteResult{}, apierrors.NewForbidden(qualifiedResource(r), name, errors.New("this namespace may not be deleted"))
 	}
-	key := objectKey(r, namespace, name)
+	key := s.keys.object(r, namespace, name)
 	// A lost race is retried: preconditions are checked again against the newer object.
 	for {
 		kv, _, err := s.store.Get(ctx, key, 0)

@@ -24,6 +24,7 @@ import (
 // Service reads and writes objects of any catalogued resource.
 type Service struct {
 	store  *storage.Store
+	keys   Keys
 	cat    *catalog.Catalog
 	fields *fieldmanager.Managers
 	caches *watchcache.Caches // nil: every read goes to storage
@@ -32,13 +33,16 @@ type Service struct {
 	written lastWrites
 }
 
-// NewService returns a Service over store serving the resources in cat.
-func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
-	return &Service{store: store, cat: cat, fields: fieldmanager.NewManagers(), now: time.Now}
+// NewService returns a Service over store serving the resources in cat, keeping them at keys.
+func NewService(store *storage.Store, keys Keys, cat *catalog.Catalog) *Service {
+	return &Service{store: store, keys: keys, cat: cat, fields: fieldmanager.NewManagers(), now: time.Now}
 }
 
 // Catalog returns the catalogue the service serves.
 func (s *Service) Catalog() *catalog.Catalog { return s.cat }
+
+// Keys returns where the service keeps objects in etcd.
+func (s *Service) Keys() Keys { return s.keys }
 
 // Store returns the underlying store.
 func (s *Service) Store() *storage.Store { return s.store }
@@ -170,7 +174,7 @@ func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, na
 	if resourceVersion != "" && s.caches != nil {
 		c, err := s.freshCache(ctx, r, resourceVersion)
 		if err == nil {
-			e, _, ok := c.Get(objectKey(r, namespace, name))
+			e, _, ok := c.Get(s.keys.object(r, namespace, name))
 			if !ok {
 				return nil, apierrors.NewNotFound(qualifiedResource(r), name)
 			}
@@ -199,7 +203,7 @@ func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, na
 }
 
 func (s *Service) get(ctx context.Context, r *catalog.Resource, namespace, name string, revision int64) (storage.KeyValue, error) {
-	kv, _, err := s.store.Get(ctx, objectKey(r, namespace, name), revision)
+	kv, _, err := s.store.Get(ctx, s.keys.object(r, namespace, name), revision)
 	if err != nil {
 		return kv, storageError(r, name, err)
 	}

@@ -144,7 +144,7 @@ func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace str
 			alloc.Finish(ctx, false)
 			return Result{}, err
 		}
-		key := objectKey(r, obj.GetNamespace(), obj.GetName())
+		key := s.keys.object(r, obj.GetNamespace(), obj.GetName())
 		if opts.DryRun {
 			alloc.Finish(ctx, false)
 			if _, _, err := s.store.Get(ctx, key, 0); err == nil {
@@ -282,10 +282,10 @@ func CheckName(obj *unstructured.Unstructured, name string) error {
 // current (its storage.Preconditions.Check, a uid and a resourceVersion, either may be empty),
 // failing with the Conflict its registry makes of it, which quotes the object's etcd key. kube
 // checks the uid of a PUT's object so, and a Binding's uid and resourceVersion.
-func CheckStoragePreconditions(r *catalog.Resource, current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
+func (s *Service) CheckStoragePreconditions(r *catalog.Resource, current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
 	fail := func(msg string) error {
 		return apierrors.NewConflict(qualifiedResource(r), current.GetName(), fmt.Errorf(
-			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", objectKey(r, current.GetNamespace(), current.GetName()), msg))
+			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", s.keys.object(r, current.GetNamespace(), current.GetName()), msg))
 	}
 	if uid != "" && uid != current.GetUID() {
 		return fail(fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, current.GetUID()))
@@ -320,7 +320,7 @@ func setNamespace(r *catalog.Resource, obj *unstructured.Unstructured, namespace
 // created in namespaces that exist and are not being deleted.
 func (s *Service) checkNamespaceAcceptsContent(ctx context.Context, r *catalog.Resource, obj *unstructured.Unstructured) error {
 	ns := obj.GetNamespace()
-	kv, _, err := s.store.Get(ctx, "/registry/namespaces/"+ns, 0)
+	kv, _, err := s.store.Get(ctx, s.keys.namespace(ns), 0)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apierrors.NewNotFound(namespacesResource, ns)
 	}
@@ -407,7 +407,7 @@ func (s *Service) update(ctx context.Context, r *catalog.Resource, namespace, na
 	if !r.Namespaced {
 		namespace = ""
 	}
-	key := objectKey(r, namespace, name)
+	key := s.keys.object(r, namespace, name)
 	ctx = catalog.WithDryRun(ctx, opts.DryRun)
 	for {
 		kv, _, err := s.store.Get(ctx, key, 0)

@@ -10,6 +10,7 @@ import (
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
+	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 // Config is what `lapis serve` is told on its command line.
@@ -23,6 +24,10 @@ type Config struct {
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to EtcdServers: the CA to
 	// trust, and the client certificate and key to present (kube-apiserver's flags of those names).
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdPrefix is kube-apiserver's --etcd-prefix: every key lapis writes is below it, so
+	// servers with different prefixes share an etcd without seeing each other's objects.
+	// Empty means DefaultEtcdPrefix; "/" is etcd's root.
+	EtcdPrefix string
 	// EtcdCompactionInterval is how much watch and continue history is kept.
 	EtcdCompactionInterval time.Duration
 	// EtcdHistoryBytes bounds that history in bytes: etcd is compacted sooner when this lapis
@@ -91,6 +96,8 @@ const (
 	DefaultDataDir            = "./lapis-data"
 	DefaultListen             = "127.0.0.1:6443"
 	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultEtcdPrefix is kube-apiserver's default --etcd-prefix.
+	DefaultEtcdPrefix = objects.DefaultPrefix
 	// DefaultEtcdHistoryBytes keeps etcd's history (every version of every value until it is
 	// compacted, in its memory-mapped database) to about this many bytes under heavy writes.
 	DefaultEtcdHistoryBytes = 128 << 20
@@ -112,6 +119,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = DefaultEtcdPrefix
 	}
 	return c
 }

@@ -185,10 +185,11 @@ func (st *startup) objects() error {
 	s.backend = backend
 	st.store = backend.Store(s.log) // refuses writes while the disk is nearly full
 	// Before anything reads objects: an older lapis's data moves to kube's keys.
-	if err := objects.MigrateKeys(st.ctx, st.store, st.cat.Stored(), s.log); err != nil {
+	keys := objects.NewKeys(s.cfg.EtcdPrefix)
+	if err := objects.MigrateKeys(st.ctx, st.store, keys, st.cat.Stored(), s.log); err != nil {
 		return err
 	}
-	s.objects = objects.NewService(st.store, st.cat)
+	s.objects = objects.NewService(st.store, keys, st.cat)
 	st.caches = watchcache.New(st.run, st.store, s.cfg.WatchCacheHistoryBytes, s.log)
 	s.objects.UseWatchCache(st.caches)
 	return s.hooks.run(st.ctx, hookSystemNamespaces, func(ctx context.Context) error {
