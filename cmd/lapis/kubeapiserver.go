@@ -76,6 +76,7 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", help("etcd-keyfile"))
 	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", server.DefaultEtcdPrefix, help("etcd-prefix"))
 	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, help("etcd-compaction-interval"))
+	fs.DurationVar(&cfg.EventTTL, "event-ttl", server.DefaultEventTTL, help("event-ttl"))
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, help("request-timeout"))
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, help("service-cluster-ip-range"))
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, help("service-node-port-range"))
@@ -112,6 +113,9 @@ var sharedHelp = map[string][2]string{
 	"etcd-compaction-interval": {
 		"how long watch and continue history is kept",
 		"The interval of compaction requests."},
+	"event-ttl": {
+		"how long an Event is kept after its last write, as kube-apiserver's flag (an etcd lease; 0 keeps events until deleted)",
+		"Amount of time to retain events."},
 	"request-timeout": {
 		"how long a request other than a watch may take before it is answered 504 Timeout",
 		"An optional field indicating the duration a handler must keep a request open before timing it out."},
@@ -189,7 +193,6 @@ var ignoredKubeFlags = []struct{ name, kind, why string }{
 	{"api-audiences", "strings", "ServiceAccount tokens' audience is the issuer"},
 	{"profiling", "bool", "no profiling endpoints"},
 	{"enable-priority-and-fairness", "bool", "lapis has no API Priority and Fairness queues"},
-	{"event-ttl", "duration", "events are kept until deleted"},
 	{"kubelet-client-certificate", "string", "lapis runs no kubelets"},
 	{"kubelet-client-key", "string", "lapis runs no kubelets"},
 	{"proxy-client-cert-file", "string", "lapis has no aggregated API servers"},

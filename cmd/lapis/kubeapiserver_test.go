@@ -57,6 +57,11 @@ func TestParseKubeAPIServer(t *testing.T) {
 			c.AuthorizationModes = []string{"AlwaysAllow"}
 			c.EtcdPrefix = "/tenant-a"
 		}},
+		{name: "event ttl", args: []string{"--event-ttl=0"}, want: func(c *server.Config) {
+			c.Listen = "0.0.0.0:6443"
+			c.AuthorizationModes = []string{"AlwaysAllow"}
+			c.EventTTL = 0
+		}},
 		{name: "unknown flag", args: []string{"--insecure-port=0"}, wantErr: "unknown flag: --insecure-port"},
 		{name: "bind address not an IP", args: []string{"--bind-address=localhost"}, wantErr: `--bind-address "localhost" is not an IP address`},
 		{name: "arguments", args: []string{"serve"}, wantErr: "no arguments are accepted"},
@@ -75,7 +80,7 @@ func TestParseKubeAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := server.Config{
-				EtcdPrefix: server.DefaultEtcdPrefix, EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout,
+				EtcdPrefix: server.DefaultEtcdPrefix, EventTTL: server.DefaultEventTTL, EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout,
 				ServiceClusterIPRange: "10.0.0.0/24", ServiceNodePortRange: "30000-32767", KubeAPIServerOnly: true,
 			}
 			audit.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), &want.Audit)

@@ -152,10 +152,11 @@ func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace str
 			}
 			return Result{Object: obj, Warnings: warnings, Created: true}, nil
 		}
-		rev, err := s.store.Create(ctx, key, value)
+		ttl := storage.WithTTL(leaseSeconds(r, opts))
+		rev, err := s.store.Create(ctx, key, value, ttl)
 		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
 			value = smaller
-			rev, err = s.store.Create(ctx, key, value)
+			rev, err = s.store.Create(ctx, key, value, ttl)
 		}
 		alloc.Finish(ctx, err == nil)
 		if errors.Is(err, storage.ErrExists) && generated && attempt+1 < maxGenerateNameAttempts {
@@ -383,6 +384,17 @@ func (s *Service) withoutManagedFields(r *catalog.Resource, obj *unstructured.Un
 	return err == nil, value
 }
 
+// leaseSeconds is the TTL, in whole seconds as kube counts it (uint64(ttl.Seconds())), that a
+// write of r's objects stores them with: r's, on the writes kube's registry store makes (its
+// Create and Update, which ask the TTLFunc); none on a direct write (a plain GuaranteedUpdate
+// there, which gives none, so etcd detaches the lease as it does for kube).
+func leaseSeconds(r *catalog.Resource, opts writePlan) int64 {
+	if opts.direct {
+		return 0
+	}
+	return int64(r.TTL.Seconds())
+}
+
 // retryConflict tells whether a write that lost a race should be tried again on the newer
 // object: always, as kube-apiserver's GuaranteedUpdate does, unless the client named the
 // resourceVersion it expects or its request has run out of time.
@@ -468,11 +480,12 @@ func (s *Service) update(ctx context.Context, r *catalog.Resource, namespace, na
 			s.written.forget(r, key)
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
-		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
+		ttl := storage.WithTTL(leaseSeconds(r, opts))
+		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision, ttl)
 		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
 			value = smaller
 			typed = nil // no longer obj
-			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision)
+			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision, ttl)
 		}
 		alloc.Finish(ctx, err == nil)
 		if retryConflict(ctx, err, precondition) {

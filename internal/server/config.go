@@ -28,6 +28,10 @@ type Config struct {
 	// servers with different prefixes share an etcd without seeing each other's objects.
 	// Empty means DefaultEtcdPrefix; "/" is etcd's root.
 	EtcdPrefix string
+	// EventTTL is kube-apiserver's --event-ttl: Events (of both groups) are stored with an etcd
+	// lease of this TTL from each write, and go when it ends. 0 keeps them until deleted, as kube
+	// with --event-ttl=0; the flag's default is DefaultEventTTL.
+	EventTTL time.Duration
 	// EtcdCompactionInterval is how much watch and continue history is kept.
 	EtcdCompactionInterval time.Duration
 	// EtcdHistoryBytes bounds that history in bytes: etcd is compacted sooner when this lapis
@@ -98,6 +102,8 @@ const (
 	DefaultCompactionInterval = 5 * time.Minute
 	// DefaultEtcdPrefix is kube-apiserver's default --etcd-prefix.
 	DefaultEtcdPrefix = objects.DefaultPrefix
+	// DefaultEventTTL is kube-apiserver's default --event-ttl.
+	DefaultEventTTL = time.Hour
 	// DefaultEtcdHistoryBytes keeps etcd's history (every version of every value until it is
 	// compacted, in its memory-mapped database) to about this many bytes under heavy writes.
 	DefaultEtcdHistoryBytes = 128 << 20
@@ -157,6 +163,9 @@ func (c Config) validate() error {
 	}
 	if c.RequestTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("timeouts must not be negative")
+	}
+	if c.EventTTL < 0 {
+		return fmt.Errorf("--event-ttl %v must not be negative (0 keeps events until they are deleted)", c.EventTTL)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func (st *startup) identity() error {
 func (st *startup) objects() error {
 	s := st.s
 	st.cat = catalog.New()
-	st.cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, st.lb))...)
+	st.cat.AddBuiltin(builtin.Resources(kubeDeps(s.cfg, func() *objects.Service { return s.objects }, st.lb))...)
 	backend, err := st.opening.wait()
 	if err != nil {
 		return err
