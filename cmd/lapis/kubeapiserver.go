@@ -75,8 +75,10 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", help("etcd-cafile"))
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", help("etcd-certfile"))
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", help("etcd-keyfile"))
+	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", server.DefaultEtcdPrefix, help("etcd-prefix"))
 	fs.DurationVar(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", server.DefaultCompactionInterval, help("etcd-compaction-interval"))
 	fs.StringVar(&cfg.StorageMediaType, "storage-media-type", kubeencoding.JSON, help("storage-media-type"))
+	fs.DurationVar(&cfg.EventTTL, "event-ttl", server.DefaultEventTTL, help("event-ttl"))
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, help("request-timeout"))
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", allocate.DefaultClusterIPRange, help("service-cluster-ip-range"))
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", allocate.DefaultNodePortRange, help("service-node-port-range"))
@@ -110,9 +112,15 @@ var sharedHelp = map[string][2]string{
 	"storage-media-type": {
 		"how built-in objects are written to etcd: application/json (served from etcd's bytes without decoding), application/vnd.kubernetes.protobuf (kube-apiserver's default) or application/yaml; all three, and custom resources' JSON, are read whatever it says",
 		"The media type to use to store objects in storage. Some resources or storage backends may only support a specific media type and will ignore this setting. Supported media types: [application/json, application/yaml, application/vnd.kubernetes.protobuf]. lapis's default is application/json, which it serves without decoding; it reads every type whatever this says."},
+	"etcd-prefix": {
+		"prefix below which lapis keeps everything in etcd, as kube-apiserver's flag (servers with different prefixes share an etcd without seeing each other's objects)",
+		"The prefix to prepend to all resource paths in etcd."},
 	"etcd-compaction-interval": {
 		"how long watch and continue history is kept",
 		"The interval of compaction requests."},
+	"event-ttl": {
+		"how long an Event is kept after its last write, as kube-apiserver's flag (an etcd lease; 0 keeps events until deleted)",
+		"Amount of time to retain events."},
 	"request-timeout": {
 		"how long a request other than a watch may take before it is answered 504 Timeout",
 		"An optional field indicating the duration a handler must keep a request open before timing it out."},
@@ -185,12 +193,10 @@ func (k *kubeFlags) apply(fs *pflag.FlagSet, cfg *server.Config) error {
 var ignoredKubeFlags = []struct{ name, kind, why string }{
 	{"admission-control-config-file", "string", "lapis runs the admission plugins without configuration"},
 	{"runtime-config", "string", "lapis serves every built-in API version kube-apiserver serves by default"},
-	{"etcd-prefix", "string", "lapis keeps its own key layout"},
 	{"endpoint-reconciler-type", "string", "lapis keeps the kubernetes Service's endpoints itself"},
 	{"api-audiences", "strings", "ServiceAccount tokens' audience is the issuer"},
 	{"profiling", "bool", "no profiling endpoints"},
 	{"enable-priority-and-fairness", "bool", "lapis has no API Priority and Fairness queues"},
-	{"event-ttl", "duration", "events are kept until deleted"},
 	{"kubelet-client-certificate", "string", "lapis runs no kubelets"},
 	{"kubelet-client-key", "string", "lapis runs no kubelets"},
 	{"proxy-client-cert-file", "string", "lapis has no aggregated API servers"},

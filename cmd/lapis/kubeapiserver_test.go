@@ -52,6 +52,16 @@ func TestParseKubeAPIServer(t *testing.T) {
 			c.NoAnonymousAuth, c.MaxRequestsInflight = true, 10
 			c.AuthorizationModes = []string{"AlwaysAllow"}
 		}},
+		{name: "etcd prefix", args: []string{"--etcd-prefix=/tenant-a"}, want: func(c *server.Config) {
+			c.Listen = "0.0.0.0:6443"
+			c.AuthorizationModes = []string{"AlwaysAllow"}
+			c.EtcdPrefix = "/tenant-a"
+		}},
+		{name: "event ttl", args: []string{"--event-ttl=0"}, want: func(c *server.Config) {
+			c.Listen = "0.0.0.0:6443"
+			c.AuthorizationModes = []string{"AlwaysAllow"}
+			c.EventTTL = 0
+		}},
 		{name: "unknown flag", args: []string{"--insecure-port=0"}, wantErr: "unknown flag: --insecure-port"},
 		{name: "bind address not an IP", args: []string{"--bind-address=localhost"}, wantErr: `--bind-address "localhost" is not an IP address`},
 		{name: "arguments", args: []string{"serve"}, wantErr: "no arguments are accepted"},
@@ -70,7 +80,7 @@ func TestParseKubeAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := server.Config{
-				EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout, StorageMediaType: "application/json",
+				EtcdPrefix: server.DefaultEtcdPrefix, EventTTL: server.DefaultEventTTL, EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout, StorageMediaType: "application/json",
 				ServiceClusterIPRange: "10.0.0.0/24", ServiceNodePortRange: "30000-32767", KubeAPIServerOnly: true,
 			}
 			audit.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), &want.Audit)

@@ -66,7 +66,7 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   lapis serve [--data-dir DIR] [--listen HOST:PORT] [--etcd-servers URL,... [--etcd-cafile F] [--etcd-certfile F] [--etcd-keyfile F]]
-              [--etcd-compaction-interval D] [--embedded-etcd-listen https://HOST:PORT] [--request-timeout D]
+              [--etcd-prefix P] [--event-ttl D] [--etcd-compaction-interval D] [--embedded-etcd-listen https://HOST:PORT] [--request-timeout D]
               [--service-cluster-ip-range CIDR[,CIDR]] [--service-node-port-range MIN-MAX]
               [--secure-port N] [--bind-address IP] [--advertise-address IP] [--cert-dir DIR]
               [--tls-cert-file F --tls-private-key-file F] [--max-requests-inflight N] [--max-mutating-requests-inflight N]

@@ -9,7 +9,7 @@
 // and informers are in-process here: IPAddresses are written, and IPAddresses and ServiceCIDRs
 // followed, through the objects pipeline (so they are validated, stored and watched like any
 // object). Node ports are kube's portallocator over a bitmap that, as in kube, lives in etcd: a
-// v1 RangeAllocation at /registry/ranges/servicenodeports, read and written back with a
+// v1 RangeAllocation at ranges/servicenodeports below the etcd prefix, read and written back with a
 // compare-and-swap on every change, so neither a restart nor another lapis sharing the etcd
 // hands a port out twice. At start-up the stored Services are taken into account (kube's repair
 // controllers): an IP a Service holds without its IPAddress gets one, a port a Service holds is

@@ -131,8 +131,8 @@ func TestRestart(t *testing.T) {
 func TestRangeStoreShared(t *testing.T) {
 	svc, _ := objectstest.NewService(t)
 	ctx := context.Background()
-	a := newRangeStore(ctx, svc.Store(), nodePortsKey, 5, "30000-30004", 0)
-	b := newRangeStore(ctx, svc.Store(), nodePortsKey, 5, "30000-30004", 0)
+	a := newRangeStore(ctx, svc.Store(), svc.Keys().Under(nodePortsKey), 5, "30000-30004", 0)
+	b := newRangeStore(ctx, svc.Store(), svc.Keys().Under(nodePortsKey), 5, "30000-30004", 0)
 	seen := map[int]bool{}
 	for i := 0; i < 5; i++ {
 		s := a

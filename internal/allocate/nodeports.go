@@ -14,8 +14,8 @@ import (
 	"github.com/lapis-dev/lapis/internal/storage"
 )
 
-// nodePortsKey is where kube-apiserver keeps its node port bitmap.
-const nodePortsKey = "/registry/ranges/servicenodeports"
+// nodePortsKey is where kube-apiserver keeps its node port bitmap, below its etcd prefix.
+const nodePortsKey = "ranges/servicenodeports"
 
 // storeTimeout bounds one read-modify-write of the bitmap (kube's allocator interface has no
 // context to carry a request's deadline).

@@ -169,7 +169,7 @@ func start(ctx context.Context, svc *objects.Service, services *catalog.Resource
 
 	var nodePorts *rangeStore
 	ports, err := portallocator.New(cfg.NodePortRange, func(max int, rangeSpec string, offset int) (allocator.Interface, error) {
-		nodePorts = newRangeStore(ctx, svc.Store(), nodePortsKey, max, rangeSpec, offset)
+		nodePorts = newRangeStore(ctx, svc.Store(), svc.Keys().Under(nodePortsKey), max, rangeSpec, offset)
 		return nodePorts, nil
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,6 +69,11 @@ type Resource struct {
 	// CreateOnUpdate lets an update (PUT) of a missing object create it: kube's strategies
 	// that AllowCreateOnUpdate (Services, Endpoints, Events, Leases, RBAC roles and bindings, ...).
 	CreateOnUpdate bool
+
+	// TTL is how long an object is kept after each create or update, as kube's registry
+	// TTLFunc (Events: --event-ttl): stored with an etcd lease of that many seconds, etcd
+	// deletes it, and watches see it deleted. 0 keeps objects until they are deleted.
+	TTL time.Duration
 
 	// SpecTracksGeneration is true when metadata.generation counts changes to anything other than
 	// metadata and status (kube does this for every type with a spec).

@@ -57,7 +57,7 @@ func newService(t *testing.T) *objects.Service {
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
 	cat.SetCustom("widgets.example.com", []*catalog.Resource{widgets()})
-	return objects.NewService(storage.NewStore(b.Client), cat)
+	return objects.NewService(storage.NewStore(b.Client), objects.NewKeys(objects.DefaultPrefix), cat)
 }
 
 // serve mounts h as server/chain.go does.

@@ -53,7 +53,7 @@ func (h *Handler) update(rq *request) error {
 	}
 	mutate := func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		// kube's storage takes the object's uid as a precondition.
-		if err := objects.CheckStoragePreconditions(rq.resource, current, obj.GetUID(), ""); err != nil {
+		if err := h.objects.CheckStoragePreconditions(rq.resource, current, obj.GetUID(), ""); err != nil {
 			return nil, err
 		}
 		// Checked once the object is known to exist: kube-apiserver answers 404 first.

@@ -16,32 +16,12 @@ import (
 
 var testVersion = version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.2-lapis"}
 
-func TestGroupResourceOfKey(t *testing.T) {
-	for key, want := range map[string]schema.GroupResource{
-		"/registry/configmaps/ns/name":                           {Resource: "configmaps"},
-		"/registry/namespaces/name":                              {Resource: "namespaces"},
-		"/registry/configmaps/":                                  {Resource: "configmaps"},
-		"/registry/deployments/ns/name":                          {Resource: "deployments"},
-		"/registry/rbac.authorization.k8s.io/clusterroles/admin": {Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
-		"/registry/example.com/widgets/ns/w":                     {Group: "example.com", Resource: "widgets"},
-		"/lapis-revision-probe":                                  {},
-		"":                                                       {},
-	} {
-		if got := GroupResourceOfKey(key); got != want {
-			t.Errorf("%q: %v, want %v", key, got, want)
-		}
-	}
-}
-
 func TestEtcdAndObjectMetrics(t *testing.T) {
 	m := New(testVersion)
-	// Built-in resources' keys carry no group: the resolver knows it.
-	m.ResolveKeys(func(key string) schema.GroupResource {
-		if strings.HasPrefix(key, "/registry/deployments/") {
-			return schema.GroupResource{Group: "apps", Resource: "deployments"}
-		}
-		return schema.GroupResource{}
-	})
+	if got := m.keys.of("/registry/configmaps/ns/a"); got != (schema.GroupResource{}) {
+		t.Errorf("without a resolver, a key is %v's", got)
+	}
+	resolveTestKeys(m)
 	start := time.Now()
 	m.ObserveEtcd("create", "/registry/configmaps/ns/a", start, nil)
 	m.ObserveEtcd("get", "/registry/deployments/ns/d", start, errors.New("etcd is unavailable"))
@@ -97,10 +77,25 @@ apiserver_watch_events_total{group="",resource="configmaps",version="v1"} 2
 	done2()
 }
 
+// resolveTestKeys has m know the keys of configmaps and deployments: built-in resources' keys
+// carry no group, the resolver knows it.
+func resolveTestKeys(m *Metrics) {
+	m.ResolveKeys(func(key string) schema.GroupResource {
+		switch {
+		case strings.HasPrefix(key, "/registry/deployments/"):
+			return schema.GroupResource{Group: "apps", Resource: "deployments"}
+		case strings.HasPrefix(key, "/registry/configmaps/"):
+			return schema.GroupResource{Resource: "configmaps"}
+		}
+		return schema.GroupResource{}
+	})
+}
+
 // /metrics serves the server's families, kube's process-wide ones (Go, process), and DELETE
 // resets the server's.
 func TestHandler(t *testing.T) {
 	m := New(testVersion)
+	resolveTestKeys(m)
 	m.ObserveEtcd("list", "/registry/configmaps/", time.Now(), nil)
 	get := func() string {
 		w := httptest.NewRecorder()
@@ -136,6 +131,8 @@ func TestHandler(t *testing.T) {
 // Two servers in one process keep their own counts.
 func TestServersDoNotShare(t *testing.T) {
 	a, b := New(testVersion), New(testVersion)
+	resolveTestKeys(a)
+	resolveTestKeys(b)
 	a.ObserveEtcd("get", "/registry/configmaps/ns/x", time.Now(), nil)
 	if v, _ := testutil.GetCounterMetricValue(b.etcdRequests.WithLabelValues("get", "", "configmaps")); v != 0 {
 		t.Errorf("the second server counted %v etcd requests", v)

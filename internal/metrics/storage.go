@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,9 +22,9 @@ func (m *Metrics) ObserveEtcd(operation, key string, start time.Time, err error)
 }
 
 // ResolveKeys makes etcd and object-count metrics label a storage key or prefix with the
-// resource of, which knows the server's key layout (built-in resources' prefixes carry no
-// group); keys it gives no resource, and all keys until it is set, are read by
-// GroupResourceOfKey.
+// resource of, which knows the server's key layout (its etcd prefix; built-in resources'
+// prefixes carry no group). Until it is set, and for keys it gives no resource, the labels are
+// empty.
 func (m *Metrics) ResolveKeys(of func(key string) schema.GroupResource) { m.keys.f.Store(&of) }
 
 // keyResolver is the resolver ResolveKeys set, shared by the etcd and object-count metrics.
@@ -35,27 +34,9 @@ type keyResolver struct {
 
 func (k *keyResolver) of(key string) schema.GroupResource {
 	if f := k.f.Load(); f != nil {
-		if gr := (*f)(key); gr.Resource != "" {
-			return gr
-		}
+		return (*f)(key)
 	}
-	return GroupResourceOfKey(key)
-}
-
-// GroupResourceOfKey reads a storage key or prefix as /registry/<group>/<resource>/... when its
-// first segment has a dot (a group: custom resources' layout), else as /registry/<resource>/...;
-// other keys belong to none.
-func GroupResourceOfKey(key string) schema.GroupResource {
-	rest, ok := strings.CutPrefix(key, "/registry/")
-	if !ok {
-		return schema.GroupResource{}
-	}
-	first, rest, _ := strings.Cut(rest, "/")
-	if !strings.Contains(first, ".") {
-		return schema.GroupResource{Resource: first}
-	}
-	resource, _, _ := strings.Cut(rest, "/")
-	return schema.GroupResource{Group: first, Resource: resource}
+	return schema.GroupResource{}
 }
 
 // CountObjects makes the stored object counts (apiserver_storage_objects and

@@ -26,7 +26,8 @@ const freshnessTimeout = 3 * time.Second
 const consistentReadWait = 250 * time.Millisecond
 
 func (s *Service) cacheOf(r *catalog.Resource) *watchcache.Cache {
-	return s.caches.For(resourcePrefix(r), func(key string) (string, string) { return namespaceAndName(r, key) })
+	prefix := s.keys.resource(r)
+	return s.caches.For(prefix, func(key string) (string, string) { return namespaceAndName(r, prefix, key) })
 }
 
 // freshCache returns r's cache once it reflects what resourceVersion rv asks for: "" the most
@@ -137,7 +138,7 @@ func (s *Service) listCached(ctx context.Context, r *catalog.Resource, namespace
 	if err != nil {
 		return err
 	}
-	prefix := listPrefix(r, namespace)
+	prefix := s.keys.list(r, namespace)
 	entries, rev := c.List(prefix)
 	var taken int64
 	var corrupt corruptObjects

@@ -19,8 +19,17 @@ import (
 
 // corruptGetError is kube's answer to a read of one corrupt object: an internal error naming its
 // key below the etcd prefix.
-func corruptGetError(c *storage.CorruptError) error {
-	return apierrors.NewInternalError(errors.New(c.StorageError(strings.TrimPrefix(c.Key, "/registry"))))
+func (s *Service) corruptGetError(c *storage.CorruptError) error {
+	return apierrors.NewInternalError(errors.New(c.StorageError("/" + strings.TrimPrefix(c.Key, s.keys.Root()))))
+}
+
+// readError is storageError for a read of one object, naming a corrupt one as kube does.
+func (s *Service) readError(r *catalog.Resource, name string, err error) error {
+	var corrupt *storage.CorruptError
+	if errors.As(err, &corrupt) {
+		return s.corruptGetError(corrupt)
+	}
+	return storageError(r, name, err)
 }
 
 // maxCorruptInList is how many corrupt objects kube names before it gives up on a list

@@ -64,15 +64,15 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 	if r.StorageGroupResource == namespacesResource && undeletableNamespaces.Has(name) {
 		return DeleteResult{}, apierrors.NewForbidden(qualifiedResource(r), name, errors.New("this namespace may not be deleted"))
 	}
-	key := objectKey(r, namespace, name)
+	key := s.keys.object(r, namespace, name)
 	if opts.IgnoreStoreReadError {
-		return s.deleteCorrupt(ctx, r, key, name, opts.DryRun)
+		return s.deleteCorrupt(ctx, r, key, namespace, name, opts.DryRun)
 	}
 	// A lost race is retried: preconditions are checked again against the newer object.
 	for {
 		kv, _, err := s.store.Get(ctx, key, 0)
 		if err != nil {
-			return DeleteResult{}, storageError(r, name, err)
+			return DeleteResult{}, s.readError(r, name, err)
 		}
 		obj, err := s.fromStorage(r, kv)
 		if err != nil && opts.Preconditions == nil {
@@ -310,7 +310,7 @@ func (s *Service) DeleteCollection(ctx context.Context, r *catalog.Resource, nam
 // deleteCorrupt is kube's unsafe deletion (registry's corruptObjectDeleter and etcd3's
 // conditionalDelete with ExpectTransformOrDecodeError, v0.37.2): it removes only an object
 // storage cannot read, as it is (a dry run removes nothing), and refuses one it can read.
-func (s *Service) deleteCorrupt(ctx context.Context, r *catalog.Resource, key, name string, dryRun bool) (DeleteResult, error) {
+func (s *Service) deleteCorrupt(ctx context.Context, r *catalog.Resource, key, namespace, name string, dryRun bool) (DeleteResult, error) {
 	kv, _, err := s.store.Get(ctx, key, 0)
 	if err == nil {
 		return DeleteResult{}, apierrors.NewConflict(qualifiedResource(r), name, fmt.Errorf(
@@ -324,6 +324,5 @@ func (s *Service) deleteCorrupt(ctx context.Context, r *catalog.Resource, key, n
 			return DeleteResult{}, storageError(r, name, err)
 		}
 	}
-	namespace, _ := namespaceAndName(r, key)
 	return DeleteResult{Object: unreadable(r, namespace, name, kv), Deleted: true}, nil
 }

@@ -85,14 +85,15 @@ func decodeContinue(token string) (rev int64, start string, err error) {
 // filter decides whether a stored object belongs in a list or watch.
 type filter struct {
 	r           *catalog.Resource
+	prefix      string // r's keys' prefix
 	labels      labels.Selector
 	fields      fields.Selector
 	needsBody   bool // false when the key alone (namespace, name) decides
 	needsFields bool // true when a field beyond metadata.name and metadata.namespace is selected
 }
 
-func newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
-	f := &filter{r: r, labels: labels.Everything(), fields: fields.Everything()}
+func (s *Service) newFilter(r *catalog.Resource, opts *ListOptions) (*filter, error) {
+	f := &filter{r: r, prefix: s.keys.resource(r), labels: labels.Everything(), fields: fields.Everything()}
 	if opts.LabelSelector != nil {
 		f.labels = opts.LabelSelector
 	}
@@ -149,7 +150,7 @@ func (f *filter) fieldSet(obj *unstructured.Unstructured, namespace, name string
 
 // matches reports whether the object stored at kv passes; obj may be nil when !needsBody.
 func (f *filter) matches(key string, obj *unstructured.Unstructured) bool {
-	namespace, name := namespaceAndName(f.r, key)
+	namespace, name := namespaceAndName(f.r, f.prefix, key)
 	if obj != nil && !f.labels.Matches(labels.Set(obj.GetLabels())) {
 		return false
 	}
@@ -160,7 +161,7 @@ func (f *filter) matches(key string, obj *unstructured.Unstructured) bool {
 func (s *Service) ListRaw(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) (RawList, error) {
 	var out RawList
 	if s.servesFromCache(&opts) {
-		f, err := newFilter(r, &opts)
+		f, err := s.newFilter(r, &opts)
 		if err != nil {
 			return out, err
 		}
@@ -197,7 +198,7 @@ func (s *Service) List(ctx context.Context, r *catalog.Resource, namespace strin
 	var items []*unstructured.Unstructured
 	var meta RawList
 	if s.servesFromCache(&opts) {
-		f, err := newFilter(r, &opts)
+		f, err := s.newFilter(r, &opts)
 		if err != nil {
 			return nil, meta, err
 		}
@@ -229,11 +230,11 @@ func (s *Service) List(ctx context.Context, r *catalog.Resource, namespace strin
 
 func (s *Service) list(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions,
 	emit func(storage.KeyValue, *unstructured.Unstructured) error, meta *RawList) error {
-	f, err := newFilter(r, &opts)
+	f, err := s.newFilter(r, &opts)
 	if err != nil {
 		return err
 	}
-	prefix := listPrefix(r, namespace)
+	prefix := s.keys.list(r, namespace)
 	var rev int64
 	var start, after string // a continue token's start (inclusive); then the last key read
 	if opts.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {

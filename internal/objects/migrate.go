@@ -17,41 +17,41 @@ import (
 const migratePage = 500
 
 // oldPrefix is where lapis before kube's key layout kept a built-in resource's objects:
-// /registry/[group/]resource/.
-func oldPrefix(gr schema.GroupResource) string {
+// [group/]resource/ below the etcd prefix.
+func (k Keys) oldPrefix(gr schema.GroupResource) string {
 	if gr.Group == "" {
-		return "/registry/" + gr.Resource + "/"
+		return k.root + gr.Resource + "/"
 	}
-	return "/registry/" + gr.Group + "/" + gr.Resource + "/"
+	return k.root + gr.Group + "/" + gr.Resource + "/"
 }
 
 // MigrateKeys moves the objects of the built-in resources among rs that an older lapis kept
 // under its own keys to kube's keys, one transaction each (see storage.Store.Move): run it at
 // start before anything reads objects; a start cut short is finished by the next. An object
-// whose new key is taken is left where it is, and logged.
-func MigrateKeys(ctx context.Context, store *storage.Store, rs []*catalog.Resource, log *slog.Logger) error {
+// whose new key is taken is left where it is, and logged. Only keys below keys' prefix move.
+func MigrateKeys(ctx context.Context, store *storage.Store, keys Keys, rs []*catalog.Resource, log *slog.Logger) error {
 	done := map[schema.GroupResource]bool{}
 	for _, r := range rs {
 		gr := r.StorageGroupResource
-		if r.CRD != nil || done[gr] || oldPrefix(gr) == resourcePrefix(r) {
+		if r.CRD != nil || done[gr] || keys.oldPrefix(gr) == keys.resource(r) {
 			continue
 		}
 		done[gr] = true
-		moved, kept, err := migrateResource(ctx, store, r)
+		moved, kept, err := migrateResource(ctx, store, keys, r)
 		if err != nil {
 			return fmt.Errorf("moving %s to kube's etcd keys: %w", gr, err)
 		}
 		if moved > 0 || kept > 0 {
 			log.Info("moved objects to kube's etcd keys", "resource", gr.String(), "moved", moved,
-				"from", oldPrefix(gr), "to", resourcePrefix(r), "leftBecauseNewKeyTaken", kept)
+				"from", keys.oldPrefix(gr), "to", keys.resource(r), "leftBecauseNewKeyTaken", kept)
 		}
 	}
 	return nil
 }
 
 // migrateResource moves r's objects from its old prefix, page by page.
-func migrateResource(ctx context.Context, store *storage.Store, r *catalog.Resource) (moved, kept int, err error) {
-	from, to := oldPrefix(r.StorageGroupResource), resourcePrefix(r)
+func migrateResource(ctx context.Context, store *storage.Store, keys Keys, r *catalog.Resource) (moved, kept int, err error) {
+	from, to := keys.oldPrefix(r.StorageGroupResource), keys.resource(r)
 	after := ""
 	for {
 		page, err := store.List(ctx, from, storage.ListOptions{Limit: migratePage, After: after})

@@ -43,6 +43,11 @@ func TestMigrateKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Another server's keys, below another etcd prefix, are not this server's to move.
+	other := "/tenant-b/apps/deployments/default/web"
+	if _, err := store.Create(ctx, other, []byte(other)); err != nil {
+		t.Fatal(err)
+	}
 	// An old key whose new key is taken stays, as does what is at the new key.
 	if _, err := store.Create(ctx, "/registry/apps/deployments/default/taken", []byte("old")); err != nil {
 		t.Fatal(err)
@@ -52,10 +57,10 @@ func TestMigrateKeys(t *testing.T) {
 	}
 
 	for run := 1; run <= 2; run++ { // the second run finds nothing to do
-		if err := MigrateKeys(ctx, store, rs, log); err != nil {
+		if err := MigrateKeys(ctx, store, NewKeys(DefaultPrefix), rs, log); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		all, err := store.List(ctx, "/registry/", storage.ListOptions{})
+		all, err := store.List(ctx, "/", storage.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +71,7 @@ func TestMigrateKeys(t *testing.T) {
 		want := map[string]string{
 			"/registry/apps/deployments/default/taken": "old",
 			"/registry/deployments/default/taken":      "new",
+			other:                                      other,
 		}
 		for from, to := range moves {
 			want[to] = from // the value written at the old key

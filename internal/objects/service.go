@@ -24,6 +24,7 @@ import (
 // Service reads and writes objects of any catalogued resource.
 type Service struct {
 	store  *storage.Store
+	keys   Keys
 	cat    *catalog.Catalog
 	fields *fieldmanager.Managers
 	caches *watchcache.Caches // nil: every read goes to storage
@@ -32,13 +33,16 @@ type Service struct {
 	written lastWrites
 }
 
-// NewService returns a Service over store serving the resources in cat.
-func NewService(store *storage.Store, cat *catalog.Catalog) *Service {
-	return &Service{store: store, cat: cat, fields: fieldmanager.NewManagers(), now: time.Now}
+// NewService returns a Service over store serving the resources in cat, keeping them at keys.
+func NewService(store *storage.Store, keys Keys, cat *catalog.Catalog) *Service {
+	return &Service{store: store, keys: keys, cat: cat, fields: fieldmanager.NewManagers(), now: time.Now}
 }
 
 // Catalog returns the catalogue the service serves.
 func (s *Service) Catalog() *catalog.Catalog { return s.cat }
+
+// Keys returns where the service keeps objects in etcd.
+func (s *Service) Keys() Keys { return s.keys }
 
 // Store returns the underlying store.
 func (s *Service) Store() *storage.Store { return s.store }
@@ -55,7 +59,7 @@ func storageError(r *catalog.Resource, name string, err error) error {
 	var corrupt *storage.CorruptError
 	switch {
 	case errors.As(err, &corrupt):
-		return corruptGetError(corrupt)
+		return apierrors.NewInternalError(corrupt)
 	case errors.Is(err, storage.ErrNotFound):
 		return apierrors.NewNotFound(gr, name)
 	case errors.Is(err, storage.ErrExists):
@@ -173,12 +177,12 @@ func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, na
 	if resourceVersion != "" && s.caches != nil {
 		c, err := s.freshCache(ctx, r, resourceVersion)
 		if err == nil {
-			e, _, ok := c.Get(objectKey(r, namespace, name))
+			e, _, ok := c.Get(s.keys.object(r, namespace, name))
 			if !ok {
 				return nil, apierrors.NewNotFound(qualifiedResource(r), name)
 			}
 			if e.Corrupt != nil {
-				return nil, corruptGetError(e.Corrupt)
+				return nil, s.corruptGetError(e.Corrupt)
 			}
 			raw, err := s.rawFromEntry(r, e, e.ModRevision)
 			if err != nil {
@@ -205,9 +209,9 @@ func (s *Service) GetRaw(ctx context.Context, r *catalog.Resource, namespace, na
 }
 
 func (s *Service) get(ctx context.Context, r *catalog.Resource, namespace, name string, revision int64) (storage.KeyValue, error) {
-	kv, _, err := s.store.Get(ctx, objectKey(r, namespace, name), revision)
+	kv, _, err := s.store.Get(ctx, s.keys.object(r, namespace, name), revision)
 	if err != nil {
-		return kv, storageError(r, name, err)
+		return kv, s.readError(r, name, err)
 	}
 	return kv, nil
 }

@@ -30,7 +30,7 @@ func newTestService(t testing.TB) *Service {
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
-	s := NewService(storage.NewStore(b.Client), cat)
+	s := NewService(storage.NewStore(b.Client), NewKeys(DefaultPrefix), cat)
 	for _, ns := range []string{"default", "other"} {
 		if _, err := s.Create(context.Background(), s.mustResource(t, "", "v1", "namespaces"), "", object("v1", "Namespace", "", ns, nil), WriteOptions{}); err != nil {
 			t.Fatal(err)

@@ -88,7 +88,7 @@ const initialEventsEnd = "k8s.io/initial-events-end"
 // each object, with a resourceVersion it streams the changes after it. sendInitialEvents starts
 // with the objects at a state not older than resourceVersion and marks their end with a bookmark.
 func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace string, opts ListOptions) (<-chan WatchEvent, error) {
-	f, err := newFilter(r, &opts)
+	f, err := s.newFilter(r, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace stri
 		}
 		c = s.cacheOf(r)
 	}
-	w, snap, err := c.Watch(ctx, listPrefix(r, namespace), after, initial)
+	w, snap, err := c.Watch(ctx, s.keys.list(r, namespace), after, initial)
 	var tooOld *watchcache.TooOldError
 	if errors.As(err, &tooOld) {
 		// Older than the cache's memory: storage may still have the history (or answers 410).
@@ -237,7 +237,7 @@ func (s *Service) watchStorage(ctx context.Context, r *catalog.Resource, namespa
 		initial = list.Items
 		start, _ = parseRevision(list.ResourceVersion)
 	}
-	batches, errc := s.store.Watch(ctx, listPrefix(r, namespace), start)
+	batches, errc := s.store.Watch(ctx, s.keys.list(r, namespace), start)
 	go func() {
 		defer close(out)
 		send := sender(ctx, out)

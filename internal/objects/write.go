@@ -144,7 +144,7 @@ func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace str
 			alloc.Finish(ctx, false)
 			return Result{}, err
 		}
-		key := objectKey(r, obj.GetNamespace(), obj.GetName())
+		key := s.keys.object(r, obj.GetNamespace(), obj.GetName())
 		if opts.DryRun {
 			alloc.Finish(ctx, false)
 			if _, _, err := s.store.Get(ctx, key, 0); err == nil {
@@ -152,10 +152,11 @@ func (s *Service) create(ctx context.Context, r *catalog.Resource, namespace str
 			}
 			return Result{Object: obj, Warnings: warnings, Created: true}, nil
 		}
-		rev, err := s.store.Create(ctx, key, value)
+		ttl := storage.WithTTL(leaseSeconds(r, opts))
+		rev, err := s.store.Create(ctx, key, value, ttl)
 		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
 			value = smaller
-			rev, err = s.store.Create(ctx, key, value)
+			rev, err = s.store.Create(ctx, key, value, ttl)
 		}
 		alloc.Finish(ctx, err == nil)
 		if errors.Is(err, storage.ErrExists) && generated && attempt+1 < maxGenerateNameAttempts {
@@ -282,10 +283,10 @@ func CheckName(obj *unstructured.Unstructured, name string) error {
 // current (its storage.Preconditions.Check, a uid and a resourceVersion, either may be empty),
 // failing with the Conflict its registry makes of it, which quotes the object's etcd key. kube
 // checks the uid of a PUT's object so, and a Binding's uid and resourceVersion.
-func CheckStoragePreconditions(r *catalog.Resource, current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
+func (s *Service) CheckStoragePreconditions(r *catalog.Resource, current *unstructured.Unstructured, uid types.UID, resourceVersion string) error {
 	fail := func(msg string) error {
 		return apierrors.NewConflict(qualifiedResource(r), current.GetName(), fmt.Errorf(
-			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", objectKey(r, current.GetNamespace(), current.GetName()), msg))
+			"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", s.keys.object(r, current.GetNamespace(), current.GetName()), msg))
 	}
 	if uid != "" && uid != current.GetUID() {
 		return fail(fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, current.GetUID()))
@@ -320,7 +321,7 @@ func setNamespace(r *catalog.Resource, obj *unstructured.Unstructured, namespace
 // created in namespaces that exist and are not being deleted.
 func (s *Service) checkNamespaceAcceptsContent(ctx context.Context, r *catalog.Resource, obj *unstructured.Unstructured) error {
 	ns := obj.GetNamespace()
-	kv, _, err := s.store.Get(ctx, "/registry/namespaces/"+ns, 0)
+	kv, _, err := s.store.Get(ctx, s.keys.namespace(ns), 0)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apierrors.NewNotFound(namespacesResource, ns)
 	}
@@ -383,6 +384,17 @@ func (s *Service) withoutManagedFields(r *catalog.Resource, obj *unstructured.Un
 	return err == nil, value
 }
 
+// leaseSeconds is the TTL, in whole seconds as kube counts it (uint64(ttl.Seconds())), that a
+// write of r's objects stores them with: r's, on the writes kube's registry store makes (its
+// Create and Update, which ask the TTLFunc); none on a direct write (a plain GuaranteedUpdate
+// there, which gives none, so etcd detaches the lease as it does for kube).
+func leaseSeconds(r *catalog.Resource, opts writePlan) int64 {
+	if opts.direct {
+		return 0
+	}
+	return int64(r.TTL.Seconds())
+}
+
 // retryConflict tells whether a write that lost a race should be tried again on the newer
 // object: always, as kube-apiserver's GuaranteedUpdate does, unless the client named the
 // resourceVersion it expects or its request has run out of time.
@@ -407,7 +419,7 @@ func (s *Service) update(ctx context.Context, r *catalog.Resource, namespace, na
 	if !r.Namespaced {
 		namespace = ""
 	}
-	key := objectKey(r, namespace, name)
+	key := s.keys.object(r, namespace, name)
 	ctx = catalog.WithDryRun(ctx, opts.DryRun)
 	for {
 		kv, _, err := s.store.Get(ctx, key, 0)
@@ -468,11 +480,12 @@ func (s *Service) update(ctx context.Context, r *catalog.Resource, namespace, na
 			s.written.forget(r, key)
 			return Result{Object: obj, Warnings: res.Warnings}, nil
 		}
-		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision)
+		ttl := storage.WithTTL(leaseSeconds(r, opts))
+		rev, _, err := s.store.Update(ctx, key, value, kv.ModRevision, ttl)
 		if retry, smaller := s.withoutManagedFields(r, obj, opts, err); retry {
 			value = smaller
 			typed = nil // no longer obj
-			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision)
+			rev, _, err = s.store.Update(ctx, key, value, kv.ModRevision, ttl)
 		}
 		alloc.Finish(ctx, err == nil)
 		if retryConflict(ctx, err, precondition) {

@@ -10,6 +10,7 @@ import (
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
+	"github.com/lapis-dev/lapis/internal/objects"
 )
 
 // Config is what `lapis serve` is told on its command line.
@@ -23,6 +24,14 @@ type Config struct {
 	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to EtcdServers: the CA to
 	// trust, and the client certificate and key to present (kube-apiserver's flags of those names).
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdPrefix is kube-apiserver's --etcd-prefix: every key lapis writes is below it, so
+	// servers with different prefixes share an etcd without seeing each other's objects.
+	// Empty means DefaultEtcdPrefix; "/" is etcd's root.
+	EtcdPrefix string
+	// EventTTL is kube-apiserver's --event-ttl: Events (of both groups) are stored with an etcd
+	// lease of this TTL from each write, and go when it ends. 0 keeps them until deleted, as kube
+	// with --event-ttl=0; the flag's default is DefaultEventTTL.
+	EventTTL time.Duration
 	// EtcdCompactionInterval is how much watch and continue history is kept.
 	EtcdCompactionInterval time.Duration
 	// EtcdHistoryBytes bounds that history in bytes: etcd is compacted sooner when this lapis
@@ -94,6 +103,10 @@ const (
 	DefaultDataDir            = "./lapis-data"
 	DefaultListen             = "127.0.0.1:6443"
 	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultEtcdPrefix is kube-apiserver's default --etcd-prefix.
+	DefaultEtcdPrefix = objects.DefaultPrefix
+	// DefaultEventTTL is kube-apiserver's default --event-ttl.
+	DefaultEventTTL = time.Hour
 	// DefaultEtcdHistoryBytes keeps etcd's history (every version of every value until it is
 	// compacted, in its memory-mapped database) to about this many bytes under heavy writes.
 	DefaultEtcdHistoryBytes = 128 << 20
@@ -115,6 +128,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = DefaultEtcdPrefix
 	}
 	return c
 }
@@ -153,6 +169,9 @@ func (c Config) validate() error {
 	}
 	if c.RequestTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("timeouts must not be negative")
+	}
+	if c.EventTTL < 0 {
+		return fmt.Errorf("--event-ttl %v must not be negative (0 keeps events until they are deleted)", c.EventTTL)
 	}
 	return nil
 }

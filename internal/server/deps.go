@@ -16,9 +16,11 @@ import (
 )
 
 // kubeDeps gives kube's strategies what they consult beyond the object, read through the
-// objects service (bound late: the service needs the catalogue these deps go into).
-func kubeDeps(svc func() *objects.Service, lb *loopback) kube.Deps {
+// objects service (bound late: the service needs the catalogue these deps go into), and the
+// storage policy cfg sets (events' TTL).
+func kubeDeps(cfg Config, svc func() *objects.Service, lb *loopback) kube.Deps {
 	return kube.Deps{
+		EventTTL:   cfg.EventTTL,
 		Admission:  lb.chainOrNil,
 		Authorizer: lateAuthorizer{lb},
 		CheckWrite: func(ctx context.Context, obj, old runtime.Object) error {

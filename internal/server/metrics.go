@@ -11,7 +11,7 @@ import (
 // request chain and the watch handler feed the rest.
 func (s *Server) newMetrics() *metrics.Metrics {
 	m := metrics.New(Version)
-	m.ResolveKeys(objects.NewKeyResources(s.objects.Catalog().Stored()).Of)
+	m.ResolveKeys(objects.NewKeyResources(s.objects.Keys(), s.objects.Catalog().Stored()).Of)
 	s.backend.ObserveRequests(m.ObserveEtcd)
 	m.MeasureStorage(s.backend.DBSize)
 	m.ServedResources(func(group, version, resource, subresource string) bool {

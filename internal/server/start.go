@@ -178,7 +178,7 @@ func (st *startup) identity() error {
 func (st *startup) objects() error {
 	s := st.s
 	st.cat = catalog.New()
-	st.cat.AddBuiltin(builtin.Resources(kubeDeps(func() *objects.Service { return s.objects }, st.lb))...)
+	st.cat.AddBuiltin(builtin.Resources(kubeDeps(s.cfg, func() *objects.Service { return s.objects }, st.lb))...)
 	backend, err := st.opening.wait()
 	if err != nil {
 		return err
@@ -191,10 +191,11 @@ func (st *startup) objects() error {
 	}
 	st.store.UseValues(values)
 	// Before anything reads objects: an older lapis's data moves to kube's keys.
-	if err := objects.MigrateKeys(st.ctx, st.store, st.cat.Stored(), s.log); err != nil {
+	keys := objects.NewKeys(s.cfg.EtcdPrefix)
+	if err := objects.MigrateKeys(st.ctx, st.store, keys, st.cat.Stored(), s.log); err != nil {
 		return err
 	}
-	s.objects = objects.NewService(st.store, st.cat)
+	s.objects = objects.NewService(st.store, keys, st.cat)
 	st.caches = watchcache.New(st.run, st.store, s.cfg.WatchCacheHistoryBytes, s.log)
 	s.objects.UseWatchCache(st.caches)
 	return s.hooks.run(st.ctx, hookSystemNamespaces, func(ctx context.Context) error {

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
+
+	"github.com/lapis-dev/lapis/internal/upstream/etcdlease"
 )
 
 // KeyValue is one stored value and the revisions that created and last modified it.
@@ -81,8 +83,9 @@ var (
 // Store reads and writes values under a key prefix of one etcd.
 type Store struct {
 	client *clientv3.Client
-	space  *spaceGuard // nil: writes are not held back for disk space
-	values Values      // nil: values are stored as written
+	leases *etcdlease.LeaseManager // the leases of values written with a TTL
+	space  *spaceGuard             // nil: writes are not held back for disk space
+	values Values                  // nil: values are stored as written
 	// written counts the bytes of values this Store has put, which etcd keeps as history until
 	// compaction: the compactor bounds history by it.
 	written atomic.Int64
@@ -109,7 +112,40 @@ func bounded(ctx context.Context, d time.Duration) (context.Context, context.Can
 func (s *Store) writable() error { return s.space.check() }
 
 // NewStore returns a Store on client.
-func NewStore(client *clientv3.Client) *Store { return &Store{client: client} }
+func NewStore(client *clientv3.Client) *Store {
+	return &Store{client: client, leases: etcdlease.NewDefaultLeaseManager(client, etcdlease.NewDefaultLeaseManagerConfig())}
+}
+
+// WriteOption changes how Create and Update write a value.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	ttlSeconds int64
+}
+
+// WithTTL has etcd delete the value ttlSeconds after the write (0: never), as kube-apiserver
+// stores what its registry gives a TTL (Events): the value is attached to an etcd lease, shared
+// with the values written with the same TTL within a short window (etcdlease), and a later write
+// without a TTL detaches it.
+func WithTTL(ttlSeconds int64) WriteOption {
+	return func(o *writeOptions) { o.ttlSeconds = ttlSeconds }
+}
+
+// putOptions are the etcd options of a put as opts say: the lease to attach the value to.
+func (s *Store) putOptions(ctx context.Context, opts []WriteOption) ([]clientv3.OpOption, error) {
+	var o writeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.ttlSeconds <= 0 {
+		return nil, nil
+	}
+	lease, err := s.leases.GetLease(ctx, o.ttlSeconds)
+	if err != nil {
+		return nil, s.failure(err)
+	}
+	return []clientv3.OpOption{clientv3.WithLease(lease)}, nil
+}
 
 // UseValues makes the Store read and write values through v. Call it before any other method.
 func (s *Store) UseValues(v Values) { s.values = v }
@@ -142,7 +178,7 @@ func (s *Store) toStorage(key string, value []byte) (string, error) {
 }
 
 // Create stores value at key if nothing is there, and returns the revision written.
-func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...WriteOption) (int64, error) {
 	if err := s.writable(); err != nil {
 		// Creating what exists fails anyway, and says so (lapis creates its system namespaces
 		// at every start, also on a full disk).
@@ -157,9 +193,13 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	}
 	ctx, cancel := bounded(ctx, callTimeout)
 	defer cancel()
+	put, err := s.putOptions(ctx, opts)
+	if err != nil {
+		return 0, err
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, stored)).
+		Then(clientv3.OpPut(key, stored, put...)).
 		Commit()
 	if err != nil {
 		return 0, s.failure(err)
@@ -173,7 +213,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 
 // Update replaces the value at key if it was last modified at expected, and returns the
 // revision written. On ErrConflict the current value is returned so callers can retry.
-func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, KeyValue, error) {
+func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64, opts ...WriteOption) (int64, KeyValue, error) {
 	if err := s.writable(); err != nil {
 		return 0, KeyValue{}, err
 	}
@@ -183,9 +223,13 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 	}
 	ctx, cancel := bounded(ctx, callTimeout)
 	defer cancel()
+	put, err := s.putOptions(ctx, opts)
+	if err != nil {
+		return 0, KeyValue{}, err
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
-		Then(clientv3.OpPut(key, stored)).
+		Then(clientv3.OpPut(key, stored, put...)).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {

@@ -11,6 +11,9 @@
 //   - lapis's own code that uses a copy (conversions, storage, wiring) stays in lapis's packages.
 //
 // The copies:
+//   - etcdlease: the etcd leases objects with a TTL (Events) are written with, shared by the
+//     writes of a short window, from k8s.io/apiserver pkg/storage/etcd3 (lease_manager.go);
+//     used by internal/storage.
 //   - servicealloc: a Service's cluster IP and node port allocation around its writes, from
 //     k8s.io/kubernetes pkg/registry/core/service/storage (alloc.go, storage.go,
 //     transaction.go); used by internal/allocate.

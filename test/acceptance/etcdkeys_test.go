@@ -129,3 +129,62 @@ func TestEtcdKeysAreKubes(t *testing.T) {
 	}
 	wantContains(t, "log", l.log.String(), "moved objects to kube's etcd keys")
 }
+
+// TestEtcdKeysBelowPrefix: two lapis on one etcd with different --etcd-prefix keep everything
+// below their own prefix and never see each other's objects, even of the same name.
+func TestEtcdKeysBelowPrefix(t *testing.T) {
+	t.Parallel()
+	endpoint := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	a := startLapis(t, "--embedded-etcd-listen", endpoint)
+	caFile, certFile, keyFile := a.etcdClientFiles()
+	b := startLapis(t, "--etcd-servers", endpoint, "--etcd-cafile", caFile, "--etcd-certfile", certFile, "--etcd-keyfile", keyFile,
+		"--etcd-prefix", "tenant-b/")
+	a.must(t, "create", "configmap", "only-a", "-n", "default")
+	b.must(t, "create", "configmap", "only-b", "-n", "default")
+	a.must(t, "create", "configmap", "same", "-n", "default", "--from-literal=by=a")
+	b.must(t, "create", "configmap", "same", "-n", "default", "--from-literal=by=b")
+	b.must(t, "create", "service", "nodeport", "np", "-n", "default", "--tcp=80:80")
+
+	wantEqual(t, "a reads its own", a.must(t, "get", "configmap", "same", "-n", "default", "-o", "jsonpath={.data.by}"), "a")
+	wantEqual(t, "b reads its own", b.must(t, "get", "configmap", "same", "-n", "default", "-o", "jsonpath={.data.by}"), "b")
+	wantEqual(t, "a's objects through b", b.fails(t, "", "get", "configmap", "only-a", "-n", "default"),
+		`Error from server (NotFound): configmaps "only-a" not found`)
+	wantEqual(t, "b's objects through a", a.fails(t, "", "get", "configmap", "only-b", "-n", "default"),
+		`Error from server (NotFound): configmaps "only-b" not found`)
+	wantEqual(t, "a's Services", a.must(t, "get", "services", "-A", "-o", "name"), "service/kubernetes")
+
+	// A watch through b sees b's writes only: a's, made first, would come first.
+	_, events := b.watch(t, "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion="+
+		b.must(t, "get", "configmaps", "-n", "default", "-o", "jsonpath={.metadata.resourceVersion}"))
+	a.must(t, "create", "configmap", "later-a", "-n", "default")
+	b.must(t, "create", "configmap", "later-b", "-n", "default")
+	for e := nextEvents(t, events, 1)[0]; ; e = nextEvents(t, events, 1)[0] {
+		if name := e.meta(t).Name; strings.HasPrefix(name, "later-") { // not b's kube-root-ca.crt
+			wantEqual(t, "b's watch: the first later-* event", e.Type+" "+name, "ADDED later-b")
+			break
+		}
+	}
+
+	c := a.etcdClient(t, endpoint)
+	has := etcdHas(t, c, "/tenant-b/configmaps/default/only-b", "/tenant-b/namespaces/default",
+		"/tenant-b/services/specs/default/np", "/tenant-b/ranges/servicenodeports",
+		"/registry/configmaps/default/only-a", "/registry/configmaps/default/only-b", "/tenant-b/configmaps/default/only-a")
+	for key, want := range map[string]bool{
+		"/tenant-b/configmaps/default/only-b": true, "/tenant-b/namespaces/default": true,
+		"/tenant-b/services/specs/default/np": true, "/tenant-b/ranges/servicenodeports": true,
+		"/registry/configmaps/default/only-a": true,
+		"/registry/configmaps/default/only-b": false, "/tenant-b/configmaps/default/only-a": false,
+	} {
+		if has[key] != want {
+			t.Errorf("etcd key %s present %v, want %v", key, has[key], want)
+		}
+	}
+
+	// b's metrics name the resources of its keys below its prefix.
+	code, metrics := b.do(t, "GET", "/metrics", "", "", true)
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	wantContains(t, "b's metrics", metrics, `etcd_requests_total{group="",operation="create",resource="configmaps"}`)
+	wantContains(t, "b's metrics", metrics, `apiserver_resource_objects{group="",resource="configmaps"}`)
+}

@@ -42,7 +42,7 @@ func TestTokenRequestEndToEnd(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
-	svc := objects.NewService(storage.NewStore(b.Client), cat)
+	svc := objects.NewService(storage.NewStore(b.Client), objects.NewKeys(objects.DefaultPrefix), cat)
 	h := handlers.New(svc).WithEndpoints(special.New(svc, special.Auth{Audiences: a.APIAudiences()}, a))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if info := routing.Parse(req); info.IsResource {

@@ -147,6 +147,7 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	r.CreateOnUpdate = row.main.AllowCreateOnUpdate(context.Background())
 	r.ReturnDeletedObject = row.returnsDeleted
 	r.DeleteWarning = row.deleteWarning
+	r.TTL = row.ttl
 	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {
 		// The policy may depend on the version asked for (batch/v1 Jobs orphan).
 		var w catalog.Warnings

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -287,6 +288,25 @@ func TestDeleteBehaviour(t *testing.T) {
 		if r.ReturnDeletedObject != c.returnsObject || r.OrphanByDefault != c.orphan || (r.DeleteWarning != "") != c.orphan {
 			t.Errorf("%v: returns the object %v, orphans %v, warning %q", c.gvr, r.ReturnDeletedObject, r.OrphanByDefault, r.DeleteWarning)
 		}
+	}
+}
+
+// TestEventTTL: --event-ttl is the TTL of Events of both groups, as kube's event REST storage
+// gives it to both, and of nothing else.
+func TestEventTTL(t *testing.T) {
+	rs, err := Resources(Deps{EventTTL: 2 * time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased := map[schema.GroupResource]bool{}
+	for _, r := range rs {
+		if r.TTL != 0 {
+			leased[r.GroupVersionResource().GroupResource()] = r.TTL == 2*time.Hour
+		}
+	}
+	want := map[schema.GroupResource]bool{{Resource: "events"}: true, {Group: "events.k8s.io", Resource: "events"}: true}
+	if !reflect.DeepEqual(leased, want) {
+		t.Errorf("resources with a TTL (true: --event-ttl's): %v, want %v", leased, want)
 	}
 }
 

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,6 +132,9 @@ type strategies struct {
 	// storedAs names the resource whose objects these are, when another one (core events for
 	// events.k8s.io events, as kube's cohabitating resources).
 	storedAs *schema.GroupResource
+	// ttl is how long objects are kept after each write, as the TTLFunc of the type's REST
+	// storage (0: until deleted).
+	ttl time.Duration
 }
 
 // Deps are what some of kube's strategies consult beyond the object: an authorizer (nil allows
@@ -141,6 +145,10 @@ type Deps struct {
 	Authorizer authorizer.Authorizer
 	Namespace  func(ctx context.Context, name string) (*corev1.Namespace, error)
 	Resolve    func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error)
+	// EventTTL is kube-apiserver's --event-ttl, the TTL its event REST storage
+	// (pkg/registry/core/event/storage) gives Events of both groups: 0 keeps them until
+	// deleted.
+	EventTTL time.Duration
 	// CheckWrite, when set, is asked about every create and update of a resource (not its
 	// subresources) before admission, with the object (and on update the stored one, else nil)
 	// at the internal version: the checks kube's REST storage makes of some types itself
@@ -174,7 +182,7 @@ func table(d Deps) map[schema.GroupResource]strategies {
 	return map[schema.GroupResource]strategies{
 		core("configmaps"):             {main: configmap.Strategy, attrs: configmap.GetAttrs},
 		core("endpoints"):              {main: endpoint.Strategy},
-		core("events"):                 {main: event.Strategy, attrs: event.GetAttrs},
+		core("events"):                 {main: event.Strategy, attrs: event.GetAttrs, ttl: d.EventTTL},
 		core("limitranges"):            {defaultTable: true, main: limitrange.Strategy},
 		core("namespaces"):             {returnsDeleted: true, main: namespace.Strategy, sub: map[string]rest.RESTUpdateStrategy{"status": namespace.StatusStrategy, "finalize": namespace.FinalizeStrategy}, attrs: namespace.GetAttrs},
 		core("nodes"):                  {main: node.Strategy, sub: status(node.StatusStrategy), attrs: node.GetAttrs},
@@ -215,7 +223,7 @@ func table(d Deps) map[schema.GroupResource]strategies {
 
 		gr("coordination.k8s.io", "leases"):               {main: lease.Strategy},
 		gr("discovery.k8s.io", "endpointslices"):          {main: endpointslice.Strategy},
-		gr("events.k8s.io", "events"):                     {main: event.Strategy, attrs: event.GetAttrs, storedAs: &coreEvents},
+		gr("events.k8s.io", "events"):                     {main: event.Strategy, attrs: event.GetAttrs, storedAs: &coreEvents, ttl: d.EventTTL},
 		gr("flowcontrol.apiserver.k8s.io", "flowschemas"): {main: flowschema.Strategy, sub: status(flowschema.StatusStrategy)},
 		gr("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): {
 			main: prioritylevelconfiguration.Strategy, sub: status(prioritylevelconfiguration.StatusStrategy)},

@@ -45,7 +45,7 @@ func (b *binder) Serve(rq *handlers.Request) error {
 	if !ok {
 		return handlers.ErrNoRoute
 	}
-	_, err = b.objects.UpdateDirect(rq.Context(), pods, binding.Namespace, binding.Name, assignPod(pods, binding),
+	_, err = b.objects.UpdateDirect(rq.Context(), pods, binding.Namespace, binding.Name, assignPod(b.objects, pods, binding),
 		objects.WriteOptions{DryRun: len(opts.DryRun) > 0})
 	if err != nil {
 		return bindingError(binding, err)
@@ -87,9 +87,9 @@ func bindingError(binding *api.Binding, err error) error {
 // assignPod is kube's setPodNodeAndMetadata (pkg/registry/core/pod/storage): the Pod gets the
 // node if it has none, the Binding's annotations (and labels, with PodTopologyLabelsAdmission)
 // and the PodScheduled condition. Its errors are plain, as kube's, except the preconditions.
-func assignPod(pods *catalog.Resource, binding *api.Binding) objects.Mutation {
+func assignPod(svc *objects.Service, pods *catalog.Resource, binding *api.Binding) objects.Mutation {
 	return func(current *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		if err := objects.CheckStoragePreconditions(pods, current, binding.UID, binding.ResourceVersion); err != nil {
+		if err := svc.CheckStoragePreconditions(pods, current, binding.UID, binding.ResourceVersion); err != nil {
 			return nil, err
 		}
 		internal, err := handlers.ToInternal(current)

@@ -25,7 +25,7 @@ func NewService(t testing.TB, namespaces ...string) (*objects.Service, *catalog.
 	t.Cleanup(func() { b.Close() })
 	cat := catalog.New()
 	cat.AddBuiltin(builtin.Resources(kube.Deps{})...)
-	svc := objects.NewService(storage.NewStore(b.Client), cat)
+	svc := objects.NewService(storage.NewStore(b.Client), objects.NewKeys(objects.DefaultPrefix), cat)
 	nss, _ := cat.Lookup(catalog.NamespacesGVR)
 	for _, name := range namespaces {
 		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
