@@ -46,13 +46,21 @@ type KubernetesService struct {
 	// peers, when set, lists the live API servers sharing the storage (host:port), as the
 	// lease endpoint reconciler's master leases do; this one is listed whatever it says.
 	peers func(context.Context) ([]string, error)
-	left  atomic.Bool // this API server is stopping: its endpoint is gone
+	// leases, when set, are kube's master leases: this API server keeps its own, and the
+	// kube-apiservers that keep theirs are listed too (at this one's port, as kube assumes).
+	leases *masterLeases
+	left   atomic.Bool // this API server is stopping: its endpoint is gone
 }
 
 // Leave takes this API server out of the Endpoints and EndpointSlice for good, as kube's lease
 // reconciler's RemoveEndpoints does on a graceful stop; its live peers stay.
 func (k *KubernetesService) Leave(ctx context.Context) error {
 	k.left.Store(true)
+	if k.leases != nil {
+		if err := k.leases.remove(ctx, k.publicIP.String()); err != nil {
+			return err
+		}
+	}
 	cat := k.objects.Catalog()
 	endpoints, ok1 := cat.Lookup(endpointsGVR)
 	slices, ok2 := cat.Lookup(endpointSlicesGVR)
@@ -65,6 +73,12 @@ func (k *KubernetesService) Leave(ctx context.Context) error {
 // UsePeers makes the Endpoints and EndpointSlice list every live API server peers tells of,
 // not this one alone. It must be called before Run.
 func (k *KubernetesService) UsePeers(peers func(context.Context) ([]string, error)) { k.peers = peers }
+
+// UseMasterLeases makes this API server keep its master lease and list the API servers that
+// keep theirs, as kube's lease endpoint reconciler does. It must be called before Run.
+func (k *KubernetesService) UseMasterLeases() {
+	k.leases = &masterLeases{store: k.objects.Store(), prefix: k.objects.Keys().Under("masterleases/")}
+}
 
 // Address is where this API server is reached (host:port), as its endpoint says.
 func (k *KubernetesService) Address() string {
@@ -119,7 +133,11 @@ func (k *KubernetesService) Sync(ctx context.Context) error {
 	if !ok1 || !ok2 || !ok3 {
 		return errors.New("services, endpoints or endpointslices are not served")
 	}
-	return errors.Join(k.syncService(ctx, services), k.syncEndpoints(ctx, endpoints, slices))
+	var renewed error
+	if k.leases != nil && !k.left.Load() {
+		renewed = k.leases.renew(ctx, k.publicIP.String())
+	}
+	return errors.Join(k.syncService(ctx, services), renewed, k.syncEndpoints(ctx, endpoints, slices))
 }
 
 func (k *KubernetesService) syncService(ctx context.Context, r *catalog.Resource) error {
@@ -205,6 +223,17 @@ func (k *KubernetesService) live(ctx context.Context) (map[int][]string, error) 
 		for _, p := range peers {
 			if !k.left.Load() || p != k.Address() {
 				addrs = append(addrs, p)
+			}
+		}
+	}
+	if k.leases != nil {
+		ips, err := k.leases.ips(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("master leases: %w", err)
+		}
+		for _, ip := range ips {
+			if a := net.JoinHostPort(ip, strconv.Itoa(k.port)); !k.left.Load() || a != k.Address() {
+				addrs = append(addrs, a)
 			}
 		}
 	}

@@ -27,6 +27,7 @@ func startIdentity(ctx context.Context, client kubernetes.Interface, k *allocate
 	ctx, cancel := context.WithCancel(ctx)
 	m := &membership{id: apiserverid.New(client, k.Address()), service: k, cancel: cancel, done: make(chan struct{})}
 	k.UsePeers(func(ctx context.Context) ([]string, error) { return apiserverid.Live(ctx, client) })
+	k.UseMasterLeases() // and kube-apiservers on the same etcd
 	go func() {
 		defer close(m.done)
 		m.id.Run(ctx)
