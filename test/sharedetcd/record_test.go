@@ -50,7 +50,7 @@ var notStored = map[string]string{
 }
 
 // discoverResources is every resource s serves that can be listed and read, at its preferred
-// version, and the corpus's custom resource at its other version too, sorted by id.
+// version, and the corpus's custom resource at both its versions, sorted by id.
 func discoverResources(t *testing.T, s *server) []resource {
 	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(s.config, s.http)
@@ -64,7 +64,9 @@ func discoverResources(t *testing.T, s *server) []resource {
 	if err != nil && !errors.As(err, &partial) {
 		t.Fatalf("%s: discovery: %v", s.name, err)
 	}
-	rs := []resource{{group: "sd.example.com", version: "v2", name: "widgets", namespaced: true}}
+	// Both versions of the corpus's custom resource, whichever discovery prefers.
+	rs := []resource{{group: "sd.example.com", version: "v1", name: "widgets", namespaced: true},
+		{group: "sd.example.com", version: "v2", name: "widgets", namespaced: true}}
 	for _, l := range lists {
 		group, version, _ := strings.Cut(l.GroupVersion, "/")
 		if version == "" {
@@ -79,7 +81,7 @@ func discoverResources(t *testing.T, s *server) []resource {
 		}
 	}
 	slices.SortFunc(rs, func(a, b resource) int { return strings.Compare(a.id(), b.id()) })
-	return rs
+	return slices.CompactFunc(rs, func(a, b resource) bool { return a.id() == b.id() })
 }
 
 // recording is what one server served of every resource.

@@ -109,6 +109,9 @@ func checkStaleWatch(t *testing.T, s *server, rs []resource, want *recording) {
 			continue
 		}
 		expired, objects := staleEvents(r, w.events)
+		if expired && r.name == "configmaps" {
+			t.Logf("%s: watch from %s: %s", r.id(), rv, shorten(w.events[0].Object, 300))
+		}
 		if len(objects) > 0 {
 			t.Errorf("%s: watch from the first server's list resourceVersion %s delivered (%s):\n\t%s", r.id(), rv, s.name, strings.Join(objects, "\n\t"))
 		}
