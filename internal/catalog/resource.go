@@ -42,6 +42,9 @@ type Resource struct {
 	// written first, and deleted now only when the period is 0) or find that a graceful
 	// deletion is already under way (pending). grace is the request's gracePeriodSeconds.
 	GracefulDelete func(ctx context.Context, obj *unstructured.Unstructured, grace *int64) (graceful, pending bool, err error)
+	// BeforeDeleting changes an object that a delete is about to mark deleting, the first time
+	// (kube's CRD REST adds its cleanup finalizer and the Terminating condition there).
+	BeforeDeleting func(obj *unstructured.Unstructured) error
 	// DeprecationWarning is the warning every request for this resource gets, when its kind is
 	// deprecated at this version.
 	DeprecationWarning string

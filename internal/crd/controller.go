@@ -25,8 +25,12 @@ import (
 	"github.com/lapis-dev/lapis/internal/tables"
 )
 
-// cleanupFinalizer holds a CRD until its custom resources are gone (kube's name for it).
-const cleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
+// cleanupFinalizer holds a CRD until its custom resources are gone: a CRD's first delete adds
+// it (catalog/builtin's markCRDDeleting, as kube's CRD REST).
+const cleanupFinalizer = apiextensionsv1.CustomResourceCleanupFinalizer
+
+// apiServerManager is who kube's managedFields name for the writes of its CRD controllers.
+const apiServerManager = "kube-apiserver"
 
 var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -145,7 +149,9 @@ func (c *Controller) sync(ctx context.Context, obj *unstructured.Unstructured) {
 		return
 	}
 	if crd.DeletionTimestamp != nil {
-		if !isTrue(crd.Status.Conditions, apiextensionsv1.Terminating) {
+		// The delete marked it InstanceDeletionPending; the cleanup says it is in progress, as
+		// kube's finalizer controller does.
+		if cond := apihelpers.FindCRDCondition(crd, apiextensionsv1.Terminating); cond == nil || cond.Reason != "InstanceDeletionInProgress" {
 			status := *crd.Status.DeepCopy()
 			setCondition(&status, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue,
 				Reason: "InstanceDeletionInProgress", Message: "CustomResource deletion is in progress"}, metav1.NewTime(time.Now().Truncate(time.Second)))
@@ -161,17 +167,6 @@ func (c *Controller) sync(ctx context.Context, obj *unstructured.Unstructured) {
 			go c.cleanup(ctx, crd)
 		}
 		return
-	}
-	if !hasFinalizer(crd) {
-		_, err := c.objects.Update(ctx, c.crds, "", crd.Name, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			cur.SetFinalizers(append(cur.GetFinalizers(), cleanupFinalizer))
-			cur.SetResourceVersion("")
-			return cur, nil
-		}, objects.WriteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			c.log.Warn("adding CRD finalizer failed", "name", crd.Name, "err", err)
-		}
-		return // the update comes back as an event
 	}
 	status := c.acceptNames(crd)
 	if !apiequality.Semantic.DeepEqual(status, crd.Status) {
@@ -292,15 +287,6 @@ func isTrue(conds []apiextensionsv1.CustomResourceDefinitionCondition, t apiexte
 	return false
 }
 
-func hasFinalizer(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, f := range crd.Finalizers {
-		if f == cleanupFinalizer {
-			return true
-		}
-	}
-	return false
-}
-
 func (c *Controller) writeStatus(ctx context.Context, name string, status apiextensionsv1.CustomResourceDefinitionStatus) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 	if err != nil {
@@ -310,7 +296,7 @@ func (c *Controller) writeStatus(ctx context.Context, name string, status apiext
 		cur.Object["status"] = content
 		cur.SetResourceVersion("")
 		return cur, nil
-	}, objects.WriteOptions{Subresource: "status"})
+	}, objects.WriteOptions{Manager: apiServerManager, Subresource: "status"})
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.log.Warn("updating CRD status failed", "name", name, "err", err)
 	}

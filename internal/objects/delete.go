@@ -98,6 +98,11 @@ func (s *Service) Delete(ctx context.Context, r *catalog.Resource, namespace, na
 				return DeleteResult{Object: obj}, nil // a graceful deletion is under way
 			}
 		}
+		if r.BeforeDeleting != nil && obj.GetDeletionTimestamp() == nil {
+			if err := r.BeforeDeleting(obj); err != nil {
+				return DeleteResult{}, apierrors.NewInternalError(err)
+			}
+		}
 		deleting := obj.GetDeletionTimestamp() != nil && !graceful
 		changed := graceful
 		if appliesPropagation(r, obj) {

@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -48,7 +50,32 @@ func customResourceDefinitions() *catalog.Resource {
 			Defaults:   apiextensionsv1.SetObjectDefaults_CustomResourceDefinition,
 			Validation: validateCRD,
 		}, schema.GroupKind{Group: apiextensionsv1.GroupName, Kind: "CustomResourceDefinition"}, false, apivalidation.NameIsDNSSubdomain),
+		BeforeDeleting: markCRDDeleting,
 	}
+}
+
+// markCRDDeleting is what kube's CRD REST Delete writes on the first delete
+// (apiextensions-apiserver pkg/registry/customresourcedefinition/etcd.go, v0.37.2): its cleanup
+// finalizer, which holds the CRD until its custom resources are gone, and the Terminating
+// condition.
+func markCRDDeleting(obj *unstructured.Unstructured) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, crd); err != nil {
+		return err
+	}
+	if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
+		crd.Finalizers = append(crd.Finalizers, apiextensionsv1.CustomResourceCleanupFinalizer)
+	}
+	apihelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+		Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionPending",
+		Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+	})
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		return err
+	}
+	obj.Object = content
+	return nil
 }
 
 // addStorageVersion records the current storage version in status.storedVersions.
