@@ -77,6 +77,10 @@ type Resource struct {
 	// TTLFunc (Events: --event-ttl): stored with an etcd lease of that many seconds, etcd
 	// deletes it, and watches see it deleted. 0 keeps objects until they are deleted.
 	TTL time.Duration
+	// WatchesFromStorage: kube-apiserver watches this resource in etcd, keeping no watch cache
+	// of it (Events, by its default --watch-cache-sizes), so a watch from a revision older than
+	// lapis's cache reads etcd's history where others get kube's 410.
+	WatchesFromStorage bool
 
 	// SpecTracksGeneration is true when metadata.generation counts changes to anything other than
 	// metadata and status (kube does this for every type with a spec).

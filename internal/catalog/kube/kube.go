@@ -148,6 +148,8 @@ func resource(group, version string, entry *apidiscoveryv2.APIResourceDiscovery,
 	r.ReturnDeletedObject = row.returnsDeleted
 	r.DeleteWarning = row.deleteWarning
 	r.TTL = row.ttl
+	// kube-apiserver's DefaultWatchCacheSizes: none for events.
+	r.WatchesFromStorage = storedAs == schema.GroupResource{Resource: "events"}
 	if gc, ok := row.main.(rest.GarbageCollectionDeleteStrategy); ok {
 		// The policy may depend on the version asked for (batch/v1 Jobs orphan).
 		var w catalog.Warnings
