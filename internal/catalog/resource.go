@@ -155,6 +155,9 @@ type Printer struct {
 	// Metadata, when set, is the metadata a row's PartialObjectMetadata carries (kube prints
 	// built-in objects at their internal version, whose metadata can differ); nil: the object's.
 	Metadata func(obj *unstructured.Unstructured) (any, error)
+	// Less, when set, orders a list's rows as kube's list printer does (FlowSchemas by
+	// matching precedence); nil: the list's own order.
+	Less func(a, b *unstructured.Unstructured) bool
 	// Reads, when not nil, are all the fields Cells reads: paths of one or two keys from the
 	// object's top (["spec"], ["metadata", "name"]), so that a Table of stored JSON decodes
 	// only these. nil: Cells may read anything.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,12 +69,12 @@ func BuildRaw(r *catalog.Resource, items [][]byte, meta metav1.ListMeta, opts Op
 		out.Write(columns)
 	}
 	out.WriteString(`,"rows":[`)
-	for i, item := range items {
-		item = bytes.TrimSpace(item)
-		obj, metadata, err := project(item, want)
-		if err != nil {
-			return nil, fmt.Errorf("decoding object: %w", err)
-		}
+	rows, err := projectRows(p, items, want)
+	if err != nil {
+		return nil, err
+	}
+	for i, row := range rows {
+		item, obj, metadata := row.item, row.obj, row.metadata
 		cells, err := p.Cells(obj)
 		if err != nil {
 			return nil, fmt.Errorf("printing %s: %w", obj.GetName(), err)
@@ -111,6 +112,29 @@ func BuildRaw(r *catalog.Resource, items [][]byte, meta metav1.ListMeta, opts Op
 	}
 	out.WriteString("]}")
 	return out.Bytes(), nil
+}
+
+// projectedRow is one item with the fields the printer reads decoded, and its metadata.
+type projectedRow struct {
+	item, metadata []byte
+	obj            *unstructured.Unstructured
+}
+
+// projectRows decodes what the printer reads of each item, in the order the printer wants.
+func projectRows(p *catalog.Printer, items [][]byte, want map[string]*wanted) ([]projectedRow, error) {
+	rows := make([]projectedRow, len(items))
+	for i, item := range items {
+		item = bytes.TrimSpace(item)
+		obj, metadata, err := project(item, want)
+		if err != nil {
+			return nil, fmt.Errorf("decoding object: %w", err)
+		}
+		rows[i] = projectedRow{item: item, metadata: metadata, obj: obj}
+	}
+	if p.Less != nil {
+		slices.SortStableFunc(rows, func(a, b projectedRow) int { return compare(p.Less, a.obj, b.obj) })
+	}
+	return rows, nil
 }
 
 // ResourceVersion is metadata.resourceVersion of the JSON object item, as

@@ -3,6 +3,7 @@ package tables
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,17 @@ type Options struct {
 	NoHeaders bool
 }
 
+// compare is a three-way comparison from less.
+func compare(less func(a, b *unstructured.Unstructured) bool, a, b *unstructured.Unstructured) int {
+	switch {
+	case less(a, b):
+		return -1
+	case less(b, a):
+		return 1
+	}
+	return 0
+}
+
 // Build returns the Table of items, with list metadata meta.
 func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.ListMeta, opts Options) ([]byte, error) {
 	p := printerOf(r)
@@ -47,6 +59,10 @@ func Build(r *catalog.Resource, items []*unstructured.Unstructured, meta metav1.
 	}
 	if !opts.NoHeaders {
 		table.ColumnDefinitions = p.Columns
+	}
+	if p.Less != nil {
+		items = slices.Clone(items)
+		slices.SortStableFunc(items, func(a, b *unstructured.Unstructured) int { return compare(p.Less, a, b) })
 	}
 	for _, item := range items {
 		cells, err := p.Cells(item)

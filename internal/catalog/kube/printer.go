@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/printers"
 	printersinternal "k8s.io/kubernetes/pkg/printers/internalversion"
@@ -35,6 +36,7 @@ func newPrinter(b *behavior, tables rest.TableConvertor) *catalog.Printer {
 		return nil
 	}
 	return &catalog.Printer{
+		Less:    listOrder[t.Resource.GroupResource()],
 		Columns: table.ColumnDefinitions,
 		Cells: func(u *unstructured.Unstructured) ([]any, error) {
 			obj, err := b.toInternal(u)
@@ -68,4 +70,17 @@ func newPrinter(b *behavior, tables rest.TableConvertor) *catalog.Printer {
 // storage uses it (server-side tables are wide).
 func newTables() rest.TableConvertor {
 	return printerstorage.TableConvertor{TableGenerator: printers.NewTableGenerator().With(printersinternal.AddHandlers)}
+}
+
+// listOrder are the types whose list printer orders rows itself: kube's printFlowSchemaList sorts
+// FlowSchemas as its apihelpers.FlowSchemaSequence does (matching precedence, then name).
+var listOrder = map[schema.GroupResource]func(a, b *unstructured.Unstructured) bool{
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}: func(a, b *unstructured.Unstructured) bool {
+		pa, _, _ := unstructured.NestedInt64(a.Object, "spec", "matchingPrecedence")
+		pb, _, _ := unstructured.NestedInt64(b.Object, "spec", "matchingPrecedence")
+		if pa != pb {
+			return pa < pb
+		}
+		return a.GetName() < b.GetName()
+	},
 }
