@@ -23,6 +23,7 @@ const lapisLeaderLease = "lapis-controller-manager"
 // resourceVersion, renew times and holder depend on which server ran last and when:
 //   - identity Leases (kube-system, label apiserver.kubernetes.io/identity);
 //   - lapis's singleton-work Lease (kube-system/lapis-controller-manager);
+//   - kube-apiserver's start-up objects lapis does not make yet (kubeStartupWhy);
 //   - the kubernetes Service's Endpoints and EndpointSlice (default/kubernetes): kube's lease
 //     endpoint reconciler removes its address when it stops and the next server adds its own;
 //     their addresses and ports are compared on their own (kubernetesEndpoints).
@@ -35,6 +36,11 @@ func serverOwn(r resource, md map[string]any) bool {
 		return labels[identityLabel] != nil || name == lapisLeaderLease
 	case (r.name == "endpoints" && r.group == "") || (r.name == "endpointslices" && r.group == "discovery.k8s.io"):
 		return namespace == "default" && name == "kubernetes"
+	case r.name == "apiservices" && r.group == "apiregistration.k8s.io":
+		labels, _ := md["labels"].(map[string]any)
+		return labels["kube-aggregator.kubernetes.io/automanaged"] != nil // kubeStartupWhy
+	case r.name == "configmaps" && r.group == "" && namespace == "kube-system":
+		return name == "extension-apiserver-authentication" || name == "kube-apiserver-legacy-service-account-token-tracking" // kubeStartupWhy
 	}
 	return false
 }

@@ -78,7 +78,7 @@ func readBack(t *testing.T, s *server, c *chain, rs []resource, h handover, prob
 	dump(t, h.first, probe+"-first")
 	dump(t, got, probe+"-second")
 	t.Run("served", func(t *testing.T) { compareRecordings(t, rs, h.first, got) })
-	t.Run("watch from the first server's list", func(t *testing.T) { checkStaleWatch(t, s, rs, h.first) })
+	t.Run("watch from the first server's list", func(t *testing.T) { checkStaleWatch(t, s, rs, h.first, h.since) })
 	t.Run("etcd keys", func(t *testing.T) {
 		compareKeys(t, h.left, keys, h.first.server, s.name)
 		checkMasterLease(t, s, c.etcd, c.at.advertise, h.since)
