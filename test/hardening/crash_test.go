@@ -52,6 +52,9 @@ type tracked struct {
 
 // TestCrashConsistency kills lapis (SIGKILL) while 8 clients write, restarts it on the same data
 // dir and checks that every acknowledged write is there with its acknowledged resourceVersion.
+// minCrashAcks is how many acknowledged writes a round needs before its kill tests anything.
+const minCrashAcks = 20
+
 func TestCrashConsistency(t *testing.T) {
 	seed, _ := loadSettings(t)
 	l := startLapis(t)
@@ -87,7 +90,11 @@ func TestCrashConsistency(t *testing.T) {
 				cw.run()
 			}()
 		}
-		// Kill once writes are flowing, at a seeded moment.
+		// Kill once writes are flowing (on a loaded machine the first ones may take seconds), at
+		// a seeded moment after that.
+		for deadline := time.Now().Add(30 * time.Second); acks.Load() < minCrashAcks && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		time.Sleep(time.Duration(800+r.IntN(1500)) * time.Millisecond)
 		killed.Store(true)
 		l.Kill()
@@ -101,7 +108,7 @@ func TestCrashConsistency(t *testing.T) {
 			}
 		}
 		t.Logf("round %d: killed after %d acknowledged writes (%d refused), %d objects with a write in flight", round, acks.Load(), refused.Load(), uncertain)
-		if acks.Load() < 20 {
+		if acks.Load() < minCrashAcks {
 			t.Errorf("round %d: only %d writes acknowledged before the kill: too few to test anything", round, acks.Load())
 		}
 
