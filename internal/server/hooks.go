@@ -26,6 +26,9 @@ const (
 	hookIdentityLease = "start-kube-apiserver-identity-lease-controller"
 	// expired identity Leases deleted, by the replica holding the controllers' Lease
 	hookIdentityLeaseGC = "start-kube-apiserver-identity-lease-garbage-collector"
+	// kube-system/kube-apiserver-legacy-service-account-token-tracking kept (kube's
+	// legacytokentracking controller, run as is)
+	hookLegacyTokenTracking = "start-legacy-token-tracking-controller"
 	// the stored Services' cluster IPs and node ports taken into account (internal/allocate)
 	hookServiceIPRepair = "start-service-ip-repair-controllers"
 	// kube's RBAC bootstrap policy in place (authz.EnsureBootstrapPolicy)
@@ -50,6 +53,7 @@ var kubeHookOrder = []string{
 	hookSystemNamespaces,
 	hookIdentityLease,
 	hookIdentityLeaseGC,
+	hookLegacyTokenTracking,
 	hookServiceIPRepair,
 	hookRBACBootstrapRoles,
 	hookSystemPriorityClasses,

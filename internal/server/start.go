@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controlplane/controller/legacytokentracking"
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
@@ -289,6 +290,9 @@ func (st *startup) postStart() error {
 		return err
 	}
 	s.hooks.finish(hookIdentityLeaseGC)
+	// Every kube-apiserver records since when it tracks legacy ServiceAccount tokens.
+	go legacytokentracking.NewController(st.lb.client).RunWithContext(st.run)
+	s.hooks.finish(hookLegacyTokenTracking)
 	// Service allocation, started first, is done by now (the kubernetes Service's sync needed
 	// it); kube's repair hook too is waited for. A failure is logged and Service writes answer
 	// 503 (kube-apiserver would exit).

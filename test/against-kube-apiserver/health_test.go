@@ -28,7 +28,6 @@ var notRunByLapis = map[string]string{
 	"poststarthook/apiservice-openapi-controller":                 "issue 27 (aggregation)",
 	"poststarthook/apiservice-openapiv3-controller":               "issue 27 (aggregation)",
 	"poststarthook/storage-readiness":                             "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
-	"poststarthook/start-legacy-token-tracking-controller":        "no issue yet: the kube-apiserver-legacy-service-account-token-tracking ConfigMap",
 }
 
 // TestHealth: /healthz, /livez and /readyz with ?verbose list kube-apiserver's checks, in

@@ -40,7 +40,7 @@ func serverOwn(r resource, md map[string]any) bool {
 		labels, _ := md["labels"].(map[string]any)
 		return labels["kube-aggregator.kubernetes.io/automanaged"] != nil // kubeStartupWhy
 	case r.name == "configmaps" && r.group == "" && namespace == "kube-system":
-		return name == "extension-apiserver-authentication" || name == "kube-apiserver-legacy-service-account-token-tracking" // kubeStartupWhy
+		return name == "extension-apiserver-authentication" // kubeStartupWhy
 	}
 	return false
 }
