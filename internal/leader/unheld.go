@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,12 +20,18 @@ const KubeControllerManagerLease = "kube-controller-manager"
 // kube-controller-manager that starts beside lapis sees lapis's controllers stop within it.
 const DefaultUnheldPoll = 2 * time.Second
 
-// Unheld says whose Lease WhileUnheld defers to.
+// Unheld says whose Lease WhileUnheld defers to. The pieces of work one Unheld wraps share its
+// reads of the Lease: at most two a Poll between them, however many there are.
 type Unheld struct {
 	Client          kubernetes.Interface
 	Namespace, Name string
 	Poll            time.Duration // DefaultUnheldPoll when zero
 	Log             *slog.Logger
+
+	mu                 sync.Mutex
+	readAt             time.Time // when last read; zero: never
+	lastHeld, readOnce bool
+	lastHolder         string
 }
 
 // WhileUnheld returns work that runs w only while nobody holds the Lease u names, or its
@@ -32,7 +39,7 @@ type Unheld struct {
 // runs them on the same etcd, rather than fight it over every object, and take over once it is
 // gone. The Lease is read every Poll; a holder appearing stops w (its context is cancelled and
 // WhileUnheld waits for it to return).
-func (u Unheld) WhileUnheld(w Work) Work {
+func (u *Unheld) WhileUnheld(w Work) Work {
 	if u.Poll == 0 {
 		u.Poll = DefaultUnheldPoll
 	}
@@ -77,8 +84,22 @@ func runUntilStopped(ctx context.Context, w Work) (stop func()) {
 	}
 }
 
-// held reports whether the Lease has a holder whose last renewal has not expired.
-func (u Unheld) held(ctx context.Context) (bool, string, error) {
+// held reports whether the Lease has a holder whose last renewal has not expired, reading it
+// at most once every half Poll for all the work u wraps.
+func (u *Unheld) held(ctx context.Context) (bool, string, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.readOnce && time.Since(u.readAt) < u.Poll/2 {
+		return u.lastHeld, u.lastHolder, nil
+	}
+	held, holder, err := u.read(ctx)
+	if err == nil {
+		u.readAt, u.readOnce, u.lastHeld, u.lastHolder = time.Now(), true, held, holder
+	}
+	return held, holder, err
+}
+
+func (u *Unheld) read(ctx context.Context) (bool, string, error) {
 	lease, err := u.Client.CoordinationV1().Leases(u.Namespace).Get(ctx, u.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, "", nil

@@ -42,7 +42,7 @@ func TestWhileUnheldStepsAsideForAHolder(t *testing.T) {
 	defer cancel()
 	client := fake.NewClientset()
 	var running atomic.Int32
-	w := Unheld{Client: client, Namespace: "kube-system", Name: KubeControllerManagerLease, Poll: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}.
+	w := (&Unheld{Client: client, Namespace: "kube-system", Name: KubeControllerManagerLease, Poll: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}).
 		WhileUnheld(Work{Name: "controllers", Run: func(ctx context.Context) {
 			running.Add(1)
 			<-ctx.Done()
@@ -77,4 +77,20 @@ func TestWhileUnheldStepsAsideForAHolder(t *testing.T) {
 	waitRunning(1)
 	cancel()
 	waitRunning(0)
+}
+
+// The work one Unheld wraps shares its reads of the Lease.
+func TestWhileUnheldSharesReads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	client := fake.NewClientset()
+	u := &Unheld{Client: client, Namespace: "kube-system", Name: KubeControllerManagerLease, Poll: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	for range 5 {
+		go u.WhileUnheld(Work{Name: "w", Run: func(ctx context.Context) { <-ctx.Done() }}).Run(ctx)
+	}
+	time.Sleep(400 * time.Millisecond)
+	cancel()
+	// Five readers on their own: about 5 × 400/20 = 100 reads; shared, at most one a half Poll.
+	if reads := len(client.Actions()); reads > 400/10+5 {
+		t.Errorf("%d reads of the Lease in 400 ms with a 20 ms poll: not shared", reads)
+	}
 }

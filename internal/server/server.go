@@ -35,8 +35,12 @@ type Server struct {
 	shutdownOnce sync.Once
 	audit        *audit.Auditing
 	leader       *leader.Elector // runs the singleton work while this lapis holds its Lease
-	membership   *membership     // this replica's identity Lease and endpoint
-	requests     requestTracker  // requests in flight, which a shutdown lets finish
+	// kcmLease is kube-controller-manager's Lease, which the controllers step aside for
+	// (asideForKubeControllerManager), read once for all of them.
+	kcmLease     *leader.Unheld
+	kcmLeaseOnce sync.Once
+	membership   *membership    // this replica's identity Lease and endpoint
+	requests     requestTracker // requests in flight, which a shutdown lets finish
 
 	hooks          *postStartHooks // kube's post-start hooks lapis runs, for the health checks
 	loopbackExpiry time.Time       // when the loopback client's serving certificate expires

@@ -86,9 +86,11 @@ func (s *Server) asideForKubeControllerManager(lb *loopback, w leader.Work) lead
 	if s.sole() {
 		return w
 	}
-	kcm := leader.Unheld{Client: lb.client, Namespace: "kube-system", Name: leader.KubeControllerManagerLease,
-		Log: s.log.With("component", "leader")}
-	return kcm.WhileUnheld(w)
+	s.kcmLeaseOnce.Do(func() {
+		s.kcmLease = &leader.Unheld{Client: lb.client, Namespace: "kube-system", Name: leader.KubeControllerManagerLease,
+			Log: s.log.With("component", "leader")}
+	})
+	return s.kcmLease.WhileUnheld(w)
 }
 
 // longLived is an informer factory whose informers, once started, run until stop whatever
