@@ -1,14 +1,7 @@
 package againstkube
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/lapis-dev/lapis/internal/testkit/certfixtures"
 )
 
 // builtin is one storable built-in resource (at one served version) and a small valid object of
@@ -549,31 +544,13 @@ func setLabel(o map[string]any, k, v string) {
 	l[k] = v
 }
 
-// certificateFixtures are the PEM and key material of the certificates.k8s.io fixtures, made
-// from a fixed ed25519 seed (so a CSR and a proof of possession are the same on every run):
-// $CSR a PEM certificate request, $STUB the same request in DER, $CERT a self-signed CA
-// certificate.
+// certificateFixtures are the values of the certificates.k8s.io fixtures' placeholders
+// ($CSR, $STUB, $CERT: certfixtures), the same on every run.
 func certificateFixtures(t *testing.T) map[string]string {
 	t.Helper()
-	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
-	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "kubediff"}}, key)
+	values, err := certfixtures.Placeholders("kubediff")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubediff-ca"},
-		NotBefore: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	cert, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b64 := base64.StdEncoding.EncodeToString
-	quote := func(s string) string { q, _ := json.Marshal(s); return string(q) }
-	return map[string]string{
-		"$CSR":  b64(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})),
-		"$CERT": quote(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert}))),
-		"$STUB": b64(csr),
-	}
+	return values
 }

@@ -1,20 +1,15 @@
 package sharedetcd
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/lapis-dev/lapis/internal/testkit/certfixtures"
 )
 
 // The corpus's namespaces and its custom resource's group.
@@ -679,27 +674,12 @@ func nested(o map[string]any, path ...string) any {
 	return v
 }
 
-// certificateFixtures replace $CSR (a PEM certificate request, base64) and $CERT (a
-// self-signed CA certificate, PEM) in the corpus; made from a fixed ed25519 seed, as
-// test/against-kube-apiserver's.
+// certificateFixtures replace $CSR and $CERT in the corpus (certfixtures).
 func certificateFixtures(t *testing.T) *strings.Replacer {
 	t.Helper()
-	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
-	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "sharedetcd"}}, key)
+	values, err := certfixtures.Placeholders("sharedetcd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sharedetcd-ca"},
-		NotBefore: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	cert, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	quoted, _ := json.Marshal(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert})))
-	return strings.NewReplacer(
-		"$CSR", base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csr})),
-		"$CERT", string(quoted))
+	return strings.NewReplacer("$CSR", values["$CSR"], "$CERT", values["$CERT"])
 }
