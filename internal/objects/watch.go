@@ -115,19 +115,18 @@ func (s *Service) Watch(ctx context.Context, r *catalog.Resource, namespace stri
 	}
 	w, snap, err := c.Watch(ctx, s.keys.list(r, namespace), after, initial)
 	var tooOld *watchcache.TooOldError
-	if errors.As(err, &tooOld) && r.WatchesFromStorage {
+	switch {
+	case errors.As(err, &tooOld) && r.WatchesFromStorage:
 		// Older than the cache's memory: storage may still have the history (or answers 410).
 		return s.watchStorage(ctx, r, namespace, opts, f)
-	}
-	if errors.As(err, &tooOld) {
+	case tooOld != nil:
 		// kube's watch cache answers so (its message names the revision its history starts
 		// after), and clients list again.
 		out := make(chan WatchEvent, 1)
 		out <- errorEvent(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", tooOld.Requested, tooOld.Oldest-1)))
 		close(out)
 		return out, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, storageError(r, "", err)
 	}
 	out := make(chan WatchEvent, 64)
