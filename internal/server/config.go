@@ -96,6 +96,26 @@ type Config struct {
 	// EnableAdmissionPlugins and DisableAdmissionPlugins are kube-apiserver's flags of those
 	// names (lapisadmission.PluginNames): envtest disables ServiceAccount, for instance.
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// RequestHeader is kube-apiserver's --requestheader-* flags: the front proxies whose
+	// client certificates lapis trusts to say, in headers, who is asking.
+	RequestHeader RequestHeaderConfig
+	// ProxyClientCertFile and ProxyClientKeyFile are the client certificate the aggregator
+	// presents to extension API servers (kube's --proxy-client-cert-file and
+	// --proxy-client-key-file).
+	ProxyClientCertFile, ProxyClientKeyFile string
+	// EnableAggregatorRouting proxies to an extension API server at an endpoint of its
+	// Service rather than at its cluster IP (kube's --enable-aggregator-routing).
+	EnableAggregatorRouting bool
+}
+
+// RequestHeaderConfig is kube-apiserver's --requestheader-* flags.
+type RequestHeaderConfig struct {
+	ClientCAFile       string   // --requestheader-client-ca-file
+	AllowedNames       []string // --requestheader-allowed-names
+	UsernameHeaders    []string // --requestheader-username-headers
+	UIDHeaders         []string // --requestheader-uid-headers
+	GroupHeaders       []string // --requestheader-group-headers
+	ExtraHeadersPrefix []string // --requestheader-extra-headers-prefix
 }
 
 // Defaults as documented for `lapis serve`.
