@@ -11,6 +11,11 @@
 //   - lapis's own code that uses a copy (conversions, storage, wiring) stays in lapis's packages.
 //
 // The copies:
+//   - aggregator: kube-aggregator's proxy handler, discovery manager, APIService registration
+//     controller and Service resolvers, from k8s.io/kube-aggregator v0.37.2 pkg/apiserver, and
+//     the local APIServices' priorities and readiness check, from k8s.io/kubernetes
+//     pkg/controlplane/apiserver and cmd/kube-apiserver/app (aggregator.go); used by
+//     internal/aggregator and internal/discovery.
 //   - etcdlease: the etcd leases objects with a TTL (Events) are written with, shared by the
 //     writes of a short window, from k8s.io/apiserver pkg/storage/etcd3 (lease_manager.go);
 //     used by internal/storage.
