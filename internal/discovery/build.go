@@ -33,7 +33,8 @@ var aggregatedVersions = []string{"v2", "v2beta1"}
 
 // documents holds every discovery document for one catalogue revision, encoded.
 type documents struct {
-	revision uint64
+	revision uint64              // the catalogue's
+	agg      aggregationSnapshot // what the aggregation layer added
 	// coreVersions are the versions listed by /api (which embeds the request's host, so it is
 	// encoded per request).
 	coreVersions []string
@@ -50,6 +51,7 @@ type aggregatedDoc struct {
 
 type groupInfo struct {
 	name     string
+	custom   bool // served by the apiextensions server (custom resources) alone
 	versions []*versionInfo
 }
 
@@ -58,10 +60,11 @@ type versionInfo struct {
 	resources []*catalog.Resource
 }
 
-// build encodes every document for the given resources.
-func build(revision uint64, all []*catalog.Resource) *documents {
+// build encodes every document for the given resources and aggregation.
+func build(revision uint64, all []*catalog.Resource, agg aggregationSnapshot, prio priorities) *documents {
 	d := &documents{
 		revision:   revision,
+		agg:        agg,
 		legacy:     map[string][]byte{},
 		aggregated: map[string]*aggregatedDoc{},
 	}
@@ -70,10 +73,8 @@ func build(revision uint64, all []*catalog.Resource) *documents {
 
 	var core []apidiscoveryv2.APIGroupDiscovery
 	var named []apidiscoveryv2.APIGroupDiscovery
-	groupList := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	for _, g := range groups {
 		group := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
-		apiGroup := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: g.name}
 		for _, v := range g.versions {
 			gv := schema.GroupVersion{Group: g.name, Version: v.version}
 			list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
@@ -84,7 +85,6 @@ func build(revision uint64, all []*catalog.Resource) *documents {
 				versionDoc.Resources = append(versionDoc.Resources, aggregated)
 			}
 			group.Versions = append(group.Versions, versionDoc)
-			apiGroup.Versions = append(apiGroup.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: v.version})
 			if g.name == "" {
 				list.APIVersion = "" // kube strips apiVersion from core discovery documents
 				d.coreVersions = append(d.coreVersions, v.version)
@@ -97,19 +97,26 @@ func build(revision uint64, all []*catalog.Resource) *documents {
 			core = append(core, group)
 			continue
 		}
-		apiGroup.PreferredVersion = apiGroup.Versions[0]
-		d.legacy["/apis/"+g.name] = encode(apiGroup)
-		apiGroup.TypeMeta = metav1.TypeMeta{} // list entries carry no type
-		groupList.Groups = append(groupList.Groups, apiGroup)
 		named = append(named, group)
 	}
-	if groupList.Groups == nil {
-		groupList.Groups = []metav1.APIGroup{}
-	}
-	d.legacy["/apis"] = encode(groupList)
+	named = withRemoteVersions(named, agg)
+	sortAggregated(named, prio.aggregated(groups, agg))
+	d.addGroupDocuments(apiServiceOrder(groups, agg, prio))
 	d.aggregated["/api"] = encodeAggregated(core)
 	d.aggregated["/apis"] = encodeAggregated(named)
 	return d
+}
+
+// addGroupDocuments encodes /apis and each /apis/GROUP from the groups in their order.
+func (d *documents) addGroupDocuments(groups []metav1.APIGroup) {
+	groupList := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+	for _, g := range groups {
+		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		d.legacy["/apis/"+g.Name] = encode(g)
+		g.TypeMeta = metav1.TypeMeta{} // list entries carry no type
+		groupList.Groups = append(groupList.Groups, g)
+	}
+	d.legacy["/apis"] = encode(groupList)
 }
 
 // groupResources groups resources by group and version, in order of first appearance (built-ins
@@ -142,7 +149,8 @@ func groupResources(all []*catalog.Resource) []*groupInfo {
 		v.resources = append(v.resources, r)
 	}
 	for _, g := range groups {
-		if custom[g.name] {
+		g.custom = custom[g.name]
+		if g.custom {
 			sort.SliceStable(g.versions, func(i, j int) bool {
 				return version.CompareKubeAwareVersionStrings(g.versions[i].version, g.versions[j].version) > 0
 			})

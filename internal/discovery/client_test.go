@@ -53,7 +53,7 @@ func TestClientGo(t *testing.T) {
 		for _, g := range groups {
 			names = append(names, g.Name+"@"+g.PreferredVersion.Version)
 		}
-		if want := []string{"@v1", "coordination.k8s.io@v1", "apps@v1", "example.com@v1beta1"}; !reflect.DeepEqual(names, want) {
+		if want := []string{"@v1", "apps@v1", "coordination.k8s.io@v1", "example.com@v1beta1"}; !reflect.DeepEqual(names, want) {
 			t.Errorf("legacy=%v: groups = %v, want %v", legacy, names, want)
 		}
 		got := map[string][]string{}

@@ -12,18 +12,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
+	upstreamaggregator "github.com/lapis-dev/lapis/internal/upstream/aggregator"
 )
 
 // Handler serves the discovery documents of a catalogue.
 type Handler struct {
 	cat     *catalog.Catalog
+	prio    priorities
+	agg     aggregation
 	mu      sync.Mutex // serialises rebuilds
 	current atomic.Pointer[documents]
 }
 
-// NewHandler returns a handler serving cat's discovery documents.
+// NewHandler returns a handler serving cat's discovery documents, with kube-apiserver's
+// APIService priorities ordering its groups.
 func NewHandler(cat *catalog.Catalog) *Handler {
-	return &Handler{cat: cat}
+	return &Handler{cat: cat, prio: upstreamaggregator.KubeAPIServerPriorities()}
 }
 
 // Serves reports whether path is a discovery path: /api, /api/VERSION, /apis, /apis/GROUP or
@@ -67,7 +71,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, "application/json", notFoundBody)
 		return
 	}
-	if group, _, _ := strings.Cut(strings.TrimPrefix(path, "/apis/"), "/"); strings.HasPrefix(path, "/apis/") && !h.cat.ServesGroup(group) {
+	docs := h.documents()
+	if group, _, _ := strings.Cut(strings.TrimPrefix(path, "/apis/"), "/"); strings.HasPrefix(path, "/apis/") && !h.servesGroup(group, docs.agg) {
 		// kube-apiserver has no handler at all for a group it does not serve.
 		http.NotFound(w, r)
 		return
@@ -76,7 +81,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, "application/json", methodNotAllowedBody)
 		return
 	}
-	docs := h.documents()
 
 	if agg := docs.aggregated[path]; agg != nil {
 		w.Header().Set("Vary", "Accept")
@@ -107,16 +111,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // catalogue has changed since they were last built.
 func (h *Handler) documents() *documents {
 	// Read the revision before the resources: documents are then never older than their key.
-	rev := h.cat.Revision()
-	if d := h.current.Load(); d != nil && d.revision == rev {
+	rev, aggRev := h.cat.Revision(), h.agg.currentRevision()
+	if d := h.current.Load(); d != nil && d.revision == rev && d.agg.revision == aggRev {
 		return d
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if d := h.current.Load(); d != nil && d.revision == rev {
+	if d := h.current.Load(); d != nil && d.revision == rev && d.agg.revision == aggRev {
 		return d
 	}
-	d := build(rev, h.cat.All())
+	d := build(rev, h.cat.All(), h.agg.snapshot(), h.prio)
 	h.current.Store(d)
 	return d
 }

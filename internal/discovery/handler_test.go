@@ -25,7 +25,7 @@ const (
 )
 
 // testCatalog serves namespaces and configmaps (core), leases and deployments (registered in that
-// order, so catalogue order differs from name order), and a custom resource served at v1alpha1
+// order, which kube's APIService priorities reverse: apps 17800, coordination.k8s.io 16500), and a custom resource served at v1alpha1
 // and v1beta1 (the storage version, with status and scale).
 func testCatalog() *catalog.Catalog {
 	cat := catalog.New()
@@ -94,7 +94,7 @@ const (
 	appsGroup   = `{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}`
 	coordGroup  = `{"name":"coordination.k8s.io","versions":[{"groupVersion":"coordination.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"coordination.k8s.io/v1","version":"v1"}}`
 	widgetGroup = `{"name":"example.com","versions":[{"groupVersion":"example.com/v1beta1","version":"v1beta1"},{"groupVersion":"example.com/v1alpha1","version":"v1alpha1"}],"preferredVersion":{"groupVersion":"example.com/v1beta1","version":"v1beta1"}}`
-	apisDoc     = `{"kind":"APIGroupList","apiVersion":"v1","groups":[` + coordGroup + `,` + appsGroup + `,` + widgetGroup + `]}`
+	apisDoc     = `{"kind":"APIGroupList","apiVersion":"v1","groups":[` + appsGroup + `,` + coordGroup + `,` + widgetGroup + `]}`
 
 	appsV1Doc = `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"apps/v1","resources":[
 		{"name":"deployments","singularName":"deployment","namespaced":true,"kind":"Deployment","verbs":` + verbs8 + `,"shortNames":["deploy"],"categories":["all"],"storageVersionHash":"8aSe+NMegvE="},
@@ -118,12 +118,12 @@ const (
 	aggWidgets = `{"resource":"widgets","responseKind":{"group":"example.com","version":"VERSION","kind":"Widget"},"scope":"Namespaced","singularResource":"widget","verbs":` + crdVerbs8 + `,"shortNames":["wd"],"categories":["all"],"subresources":[
 			{"subresource":"status","responseKind":{"group":"example.com","version":"VERSION","kind":"Widget"},"verbs":` + subVerbs + `}SCALE]}`
 	aggApis = `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[
-		{"metadata":{"name":"coordination.k8s.io"},"versions":[{"version":"v1","freshness":"Current","resources":[
-			{"resource":"leases","responseKind":{"group":"","version":"","kind":"Lease"},"scope":"Namespaced","singularResource":"lease","verbs":` + verbs8 + `}]}]},
 		{"metadata":{"name":"apps"},"versions":[{"version":"v1","freshness":"Current","resources":[
 			{"resource":"deployments","responseKind":{"group":"","version":"","kind":"Deployment"},"scope":"Namespaced","singularResource":"deployment","verbs":` + verbs8 + `,"shortNames":["deploy"],"categories":["all"],"subresources":[
 				{"subresource":"scale","responseKind":{"group":"autoscaling","version":"v1","kind":"Scale"},"verbs":` + subVerbs + `},
 				{"subresource":"status","responseKind":{"group":"","version":"","kind":"Deployment"},"verbs":` + subVerbs + `}]}]}]},
+		{"metadata":{"name":"coordination.k8s.io"},"versions":[{"version":"v1","freshness":"Current","resources":[
+			{"resource":"leases","responseKind":{"group":"","version":"","kind":"Lease"},"scope":"Namespaced","singularResource":"lease","verbs":` + verbs8 + `}]}]},
 		{"metadata":{"name":"example.com"},"versions":[
 			{"version":"v1beta1","freshness":"Current","resources":[WIDGETS_BETA]},
 			{"version":"v1alpha1","freshness":"Current","resources":[WIDGETS_ALPHA]}]}]}`
@@ -269,7 +269,7 @@ func TestAggregatedV2Beta1(t *testing.T) {
 	for _, g := range list.Items {
 		names = append(names, g.Name)
 	}
-	if want := []string{"coordination.k8s.io", "apps", "example.com"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"apps", "coordination.k8s.io", "example.com"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("groups = %v, want %v", names, want)
 	}
 	if v2 := get(h, "/apis", acceptV2); v2.Header().Get("ETag") != rec.Header().Get("ETag") {
@@ -291,7 +291,7 @@ func TestRebuildsOnCatalogueChange(t *testing.T) {
 	if rec := get(h, "/apis/example.com/v1beta1", ""); rec.Code != http.StatusNotFound {
 		t.Errorf("removed custom version answered %d, want 404", rec.Code)
 	}
-	assertJSON(t, get(h, "/apis", "").Body.Bytes(), `{"kind":"APIGroupList","apiVersion":"v1","groups":[`+coordGroup+`,`+appsGroup+`]}`)
+	assertJSON(t, get(h, "/apis", "").Body.Bytes(), `{"kind":"APIGroupList","apiVersion":"v1","groups":[`+appsGroup+`,`+coordGroup+`]}`)
 	if after := get(h, "/apis", acceptV2).Header().Get("ETag"); after == before {
 		t.Error("ETag did not change with the catalogue")
 	}
