@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/server/httplog"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	"github.com/lapis-dev/lapis/internal/aggregator"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/discovery"
@@ -48,8 +49,7 @@ type identity struct {
 // chain builds the request path as kube-apiserver's handler chain orders it, with kube's own
 // filters: request info → authentication → impersonation → authorization, then health, version,
 // discovery, OpenAPI, profiling or resource verbs. Nothing is served before authorization.
-func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
-	disc := discovery.NewHandler(cat)
+func (s *Server) chain(id identity, cat *catalog.Catalog, disc *discovery.Handler, agg *aggregator.Aggregator) http.Handler {
 	oapi := openapi.NewService(cat)
 	metrics := s.newMetrics()
 	verbs := handlers.New(s.objects).WithAuthorizer(id.authz).WithWatchObserver(metrics).WithEndpoints(special.New(s.objects,
@@ -65,6 +65,10 @@ func (s *Server) chain(id identity, cat *catalog.Catalog) http.Handler {
 	serve := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if h, ok := health.Handler(req.URL.Path); ok {
 			h(w, req)
+			return
+		}
+		if proxy, ok := agg.Route(req.URL.Path); ok {
+			proxy.ServeHTTP(w, req) // an extension server's group version
 			return
 		}
 		info := routing.Parse(req)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/lapis-dev/lapis/internal/aggregator"
 	"github.com/lapis-dev/lapis/internal/storage"
 )
 
@@ -91,6 +92,10 @@ func TestHealthWhileEtcdIsGone(t *testing.T) {
 	// Every post-start hook has finished once lapis is ready.
 	var hooks string
 	for _, name := range kubeHookOrder {
+		if name == aggregator.CheckAutoregistered { // a check kube lists among its hooks
+			hooks += "[+]" + name + " ok\n"
+			continue
+		}
 		hooks += "[+]poststarthook/" + name + " ok\n"
 	}
 	healthy := map[string]answer{

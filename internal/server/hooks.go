@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/lapis-dev/lapis/internal/aggregator"
 	"github.com/lapis-dev/lapis/internal/healthz"
 )
 
@@ -60,6 +61,13 @@ var kubeHookOrder = []string{
 	hookAPFConfigProducer,
 	hookBootstrapController,
 	hookServiceCIDR,
+	aggregator.HookInformers,
+	aggregator.HookLocalAvailability,
+	aggregator.HookRemoteAvailability,
+	aggregator.HookRegistration,
+	aggregator.HookDiscovery,
+	aggregator.HookAutoregistration,
+	aggregator.CheckAutoregistered, // a readiness check among the hooks, as kube lists it
 }
 
 // postStartHooks records which post-start hooks have finished, for the health checks: as
@@ -70,6 +78,8 @@ type postStartHooks struct {
 	order []string
 	mu    sync.Mutex
 	done  map[string]chan struct{}
+	// checks that kube lists among its hooks (autoregister-completion), by name
+	plain map[string]func(*http.Request) error
 }
 
 func newPostStartHooks(names []string) *postStartHooks {
@@ -85,12 +95,12 @@ func (h *postStartHooks) run(ctx context.Context, name string, work func(context
 	if err := work(ctx); err != nil {
 		return err
 	}
-	h.finish(name)
+	h.Finish(name)
 	return nil
 }
 
-// finish marks the hooks named finished; marking one again does nothing.
-func (h *postStartHooks) finish(names ...string) {
+// Finish marks the hooks named finished; marking one again does nothing.
+func (h *postStartHooks) Finish(names ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, n := range names {
@@ -112,10 +122,24 @@ func isClosed(c <-chan struct{}) bool {
 // errHookNotFinished is kube's answer for a hook that has not returned yet.
 var errHookNotFinished = errors.New("not finished")
 
+// addCheck puts a health check that is not a hook in name's place in the order.
+func (h *postStartHooks) addCheck(name string, check func(*http.Request) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.plain == nil {
+		h.plain = map[string]func(*http.Request) error{}
+	}
+	h.plain[name] = check
+}
+
 // checks are the hooks' health checks, in kube's order.
 func (h *postStartHooks) checks() []healthz.Check {
 	checks := make([]healthz.Check, 0, len(h.order))
 	for _, name := range h.order {
+		if check, ok := h.plain[name]; ok {
+			checks = append(checks, healthz.Check{Name: name, Run: check})
+			continue
+		}
 		done := h.done[name]
 		checks = append(checks, healthz.Check{Name: "poststarthook/" + name, Run: func(*http.Request) error {
 			if !isClosed(done) {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/serviceaccount"
 
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
+	"github.com/lapis-dev/lapis/internal/aggregator"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
 	"github.com/lapis-dev/lapis/internal/auth/authn"
@@ -27,6 +28,7 @@ import (
 	"github.com/lapis-dev/lapis/internal/controllers/apf"
 	"github.com/lapis-dev/lapis/internal/controllers/rootca"
 	"github.com/lapis-dev/lapis/internal/crd"
+	"github.com/lapis-dev/lapis/internal/discovery"
 	"github.com/lapis-dev/lapis/internal/leader"
 	"github.com/lapis-dev/lapis/internal/objects"
 	"github.com/lapis-dev/lapis/internal/pki"
@@ -55,6 +57,8 @@ type startup struct {
 	services          allocate.Config
 	kubernetesService *allocate.KubernetesService
 	gate              *admissionGate
+	discovery         *discovery.Handler
+	aggregator        *aggregator.Aggregator
 	allocated         <-chan struct{} // closed once Service allocation has started, or failed to
 	whenReady         chan struct{}   // closed once lapis is ready
 }
@@ -217,7 +221,7 @@ func (st *startup) controllers() error {
 		return fmt.Errorf("loading CustomResourceDefinitions: %w", err)
 	}
 	crds.UseWebhookConversion(st.webhooks, webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, st.lb.config, noop.NewTracerProvider()))
-	s.hooks.finish(hookAPIExtensionsInformers, hookAPIExtensionsControllers, hookCRDInformerSynced)
+	s.hooks.Finish(hookAPIExtensionsInformers, hookAPIExtensionsControllers, hookCRDInformerSynced)
 	go apf.Run(st.run, s.objects, s.log)
 	// What kube-controller-manager puts in every namespace: the CA that verifies lapis (the one
 	// its kubeconfig trusts). Every replica adds its own CA to the bundle. The rest of
@@ -240,8 +244,11 @@ func (st *startup) controllers() error {
 func (st *startup) serving() error {
 	s := st.s
 	st.whenReady = make(chan struct{})
+	if err := st.aggregation(); err != nil {
+		return err
+	}
 	s.http = &http.Server{
-		Handler:   s.chain(st.id, st.cat), // with the request timeout in kube's place
+		Handler:   s.chain(st.id, st.cat, st.discovery, st.aggregator), // with the request timeout in kube's place
 		TLSConfig: st.tls,
 		// As kube-apiserver: no WriteTimeout, which would end watches; withRequestTimeout
 		// bounds the other requests.
@@ -281,7 +288,7 @@ func (st *startup) postStart() error {
 	// The default objects are made in the background, readiness not waiting for them (as
 	// before): their hooks finish once started, as kube's hooks that start a controller do.
 	go bootstrap.EnsureDefaults(st.run, s.objects, s.log)
-	s.hooks.finish(hookSystemPriorityClasses, hookAPFConfigProducer)
+	s.hooks.Finish(hookSystemPriorityClasses, hookAPFConfigProducer)
 	s.cleanup.push("singleton work and membership", s.leave)
 	var err error
 	s.leader, err = s.startSingletons(st.run, singletons{lb: st.lb, authenticator: st.authenticator, creds: st.creds, store: st.store, caches: st.caches})
@@ -289,15 +296,16 @@ func (st *startup) postStart() error {
 	if err != nil {
 		return err
 	}
-	s.hooks.finish(hookIdentityLeaseGC)
+	s.hooks.Finish(hookIdentityLeaseGC)
 	// Every kube-apiserver records since when it tracks legacy ServiceAccount tokens.
 	go legacytokentracking.NewController(st.lb.client).RunWithContext(st.run)
-	s.hooks.finish(hookLegacyTokenTracking)
+	s.hooks.Finish(hookLegacyTokenTracking)
 	// Service allocation, started first, is done by now (the kubernetes Service's sync needed
 	// it); kube's repair hook too is waited for. A failure is logged and Service writes answer
 	// 503 (kube-apiserver would exit).
 	<-st.allocated
-	s.hooks.finish(hookServiceCIDR, hookServiceIPRepair)
+	s.hooks.Finish(hookServiceCIDR, hookServiceIPRepair)
+	<-st.runAggregation()
 	return nil
 }
 
@@ -350,7 +358,7 @@ func (st *startup) admission() error {
 	if err := st.lb.start(st.run); err != nil {
 		return err
 	}
-	st.s.hooks.finish(hookStartInformers)
+	st.s.hooks.Finish(hookStartInformers)
 	chain, err := st.lb.buildChain(st.id.authz, st.webhooks, cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, st.run.Done(), st.whenReady)
 	if err != nil {
 		return err
@@ -360,7 +368,7 @@ func (st *startup) admission() error {
 	}
 	st.lb.useChain(chain)
 	st.gate.use(chain)
-	st.s.hooks.finish(hookAdmissionInitializer)
+	st.s.hooks.Finish(hookAdmissionInitializer)
 	return nil
 }
 
@@ -377,7 +385,7 @@ func (st *startup) ready() error {
 	close(st.whenReady)
 	s.membership = startIdentity(st.run, st.lb.client, st.kubernetesService)
 	go st.kubernetesService.Run(st.run)
-	s.hooks.finish(hookIdentityLease, hookBootstrapController)
+	s.hooks.Finish(hookIdentityLease, hookBootstrapController)
 	if !st.stopOnCancel() {
 		return fmt.Errorf("stopped while starting: %w", context.Cause(st.ctx))
 	}

@@ -18,16 +18,9 @@ var notRunByLapis = map[string]string{
 	"poststarthook/peer-endpoint-reconciler-controller": "issue 28 (API server identity): the peer endpoint leases of kube's mixed-version proxy",
 	"poststarthook/start-cluster-authentication-info-controller": "issue 27 (aggregation): kube-system/extension-apiserver-authentication, " +
 		"which aggregated API servers read",
-	"poststarthook/start-kube-aggregator-informers":               "issue 27 (aggregation)",
-	"poststarthook/apiservice-status-local-available-controller":  "issue 27 (aggregation)",
-	"poststarthook/apiservice-status-remote-available-controller": "issue 27 (aggregation)",
-	"poststarthook/apiservice-registration-controller":            "issue 27 (aggregation)",
-	"poststarthook/apiservice-discovery-controller":               "issue 27 (aggregation)",
-	"poststarthook/kube-apiserver-autoregistration":               "issue 27 (aggregation)",
-	"autoregister-completion":                                     "issue 27 (aggregation)",
-	"poststarthook/apiservice-openapi-controller":                 "issue 27 (aggregation)",
-	"poststarthook/apiservice-openapiv3-controller":               "issue 27 (aggregation)",
-	"poststarthook/storage-readiness":                             "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
+	"poststarthook/apiservice-openapi-controller":   "issue 27 (aggregation)",
+	"poststarthook/apiservice-openapiv3-controller": "issue 27 (aggregation)",
+	"poststarthook/storage-readiness":               "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
 }
 
 // TestHealth: /healthz, /livez and /readyz with ?verbose list kube-apiserver's checks, in

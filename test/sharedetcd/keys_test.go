@@ -58,14 +58,13 @@ func serverOwnKey(key string) string {
 }
 
 // kubeStartupWhy is why kube-apiserver's start-up objects are left out: kube-apiserver creates
-// them as it starts and lapis does not yet — the local APIServices kube-aggregator registers and
-// the extension-apiserver-authentication ConfigMap are the aggregation layer's (issue 27).
+// them as it starts and lapis does not yet — the extension-apiserver-authentication ConfigMap
+// is the aggregation layer's (issue 27).
 const kubeStartupWhy = "created by kube-apiserver as it starts; lapis does not make them yet (the aggregation layer, issue 27)"
 
 // kubeStartupKey tells the keys of kube-apiserver's start-up objects (kubeStartupWhy).
 func kubeStartupKey(key string) bool {
-	return strings.HasPrefix(key, "/registry/apiregistration.k8s.io/apiservices/") && !strings.Contains(key, "sd-api") ||
-		key == "/registry/configmaps/kube-system/extension-apiserver-authentication"
+	return key == "/registry/configmaps/kube-system/extension-apiserver-authentication"
 }
 
 // restless tells whether a key is written by the running servers again and again: their own

@@ -36,9 +36,6 @@ func serverOwn(r resource, md map[string]any) bool {
 		return labels[identityLabel] != nil || name == lapisLeaderLease
 	case (r.name == "endpoints" && r.group == "") || (r.name == "endpointslices" && r.group == "discovery.k8s.io"):
 		return namespace == "default" && name == "kubernetes"
-	case r.name == "apiservices" && r.group == "apiregistration.k8s.io":
-		labels, _ := md["labels"].(map[string]any)
-		return labels["kube-aggregator.kubernetes.io/automanaged"] != nil // kubeStartupWhy
 	case r.name == "configmaps" && r.group == "" && namespace == "kube-system":
 		return name == "extension-apiserver-authentication" // kubeStartupWhy
 	}

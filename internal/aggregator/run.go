@@ -1,0 +1,139 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
+	"k8s.io/client-go/tools/cache"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/kube-aggregator/pkg/controllers/autoregister"
+	localavailability "k8s.io/kube-aggregator/pkg/controllers/status/local"
+	availabilitymetrics "k8s.io/kube-aggregator/pkg/controllers/status/metrics"
+	remoteavailability "k8s.io/kube-aggregator/pkg/controllers/status/remote"
+	"k8s.io/kubernetes/pkg/controlplane/controller/crdregistration"
+
+	upstream "github.com/lapis-dev/lapis/internal/upstream/aggregator"
+)
+
+// kube-apiserver's names for the aggregation layer's post-start hooks, in the order it
+// registers them, and its readiness check of the local APIServices.
+const (
+	HookInformers           = "start-kube-aggregator-informers"
+	HookLocalAvailability   = "apiservice-status-local-available-controller"
+	HookRemoteAvailability  = "apiservice-status-remote-available-controller"
+	HookRegistration        = "apiservice-registration-controller"
+	HookDiscovery           = "apiservice-discovery-controller"
+	HookAutoregistration    = "kube-apiserver-autoregistration"
+	CheckAutoregistered     = "autoregister-completion"
+	HookOpenAPI             = "apiservice-openapi-controller"
+	HookOpenAPIV3           = "apiservice-openapiv3-controller"
+	availabilityWorkers     = 5 // kube's
+	autoregistrationWorkers = 5 // kube's
+)
+
+// Hooks are told when each of kube's post-start hooks has done its work.
+type Hooks interface {
+	Finish(names ...string)
+}
+
+// Run starts the aggregation layer's informers and controllers as kube-apiserver's post-start
+// hooks start them, telling hooks as each is done; they run until ctx ends. It returns once
+// the APIServices are registered and discovery has fetched every extension server's groups.
+func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
+	apiServices := a.informers.Apiregistration().V1().APIServices()
+	registration := upstream.NewAPIServiceRegistrationController(apiServices, a)
+	metrics := availabilitymetrics.New()
+	localAvailability, err := localavailability.New(apiServices, a.client.ApiregistrationV1(), metrics)
+	if err != nil {
+		return err
+	}
+	remoteAvailability, err := remoteavailability.New(apiServices, a.cfg.Core.Core().V1().Services(), a.cfg.Core.Discovery().V1().EndpointSlices(),
+		a.client.ApiregistrationV1(), nil, a.cfg.ProxyClientCertKey, a.resolver, metrics)
+	if err != nil {
+		return err
+	}
+	autoregistration, err := a.autoregistration(ctx)
+	if err != nil {
+		return err
+	}
+	a.informers.Start(ctx.Done())
+	a.cfg.Core.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), apiServices.Informer().HasSynced) {
+		return fmt.Errorf("aggregator informers: %w", context.Cause(ctx))
+	}
+	hooks.Finish(HookInformers)
+	go localAvailability.Run(availabilityWorkers, ctx.Done())
+	go remoteAvailability.Run(availabilityWorkers, ctx.Done())
+	hooks.Finish(HookLocalAvailability, HookRemoteAvailability)
+
+	registered := make(chan struct{})
+	go registration.Run(ctx.Done(), registered)
+	if err := wait(ctx, registered); err != nil {
+		return err
+	}
+	hooks.Finish(HookRegistration)
+	discoverySynced := make(chan struct{})
+	go a.discovery.Run(ctx.Done(), discoverySynced)
+	if err := wait(ctx, discoverySynced); err != nil {
+		return err
+	}
+	hooks.Finish(HookDiscovery)
+	go autoregistration()
+	hooks.Finish(HookAutoregistration)
+	return nil
+}
+
+// autoregistration builds kube-apiserver's autoregister controller, given a local APIService for
+// each built-in group version lapis serves, and its CRD registration controller; the function
+// returned runs them as kube does, the CRDs' first.
+func (a *Aggregator) autoregistration(ctx context.Context) (func(), error) {
+	apiServices := a.informers.Apiregistration().V1().APIServices()
+	autoRegistration := autoregister.NewAutoRegisterController(apiServices, a.client.ApiregistrationV1())
+	priorities := upstream.KubeAPIServerPriorities()
+	var locals []*apiregistrationv1.APIService
+	for _, gv := range a.cfg.Local {
+		if s := upstream.MakeAPIService(gv, priorities); s != nil {
+			autoRegistration.AddAPIServiceToSyncOnStart(s)
+			locals = append(locals, s)
+		}
+	}
+	a.autoregistered = upstream.MakeAPIServiceAvailableHealthCheck(locals, apiServices)
+	crdClient, err := apiextensionsclient.NewForConfig(a.cfg.Loopback)
+	if err != nil {
+		return nil, fmt.Errorf("aggregator CRD client: %w", err)
+	}
+	crdInformers := apiextensionsinformers.NewSharedInformerFactory(crdClient, 0)
+	crds := crdregistration.NewCRDRegistrationController(crdInformers.Apiextensions().V1().CustomResourceDefinitions(), autoRegistration)
+	return func() {
+		crdInformers.Start(ctx.Done())
+		go crds.Run(autoregistrationWorkers, ctx.Done())
+		// As kube: the CRDs' APIServices are known before the autoregister controller's first
+		// sync, which would otherwise delete them.
+		crds.WaitForInitialSync()
+		autoRegistration.Run(autoregistrationWorkers, ctx.Done())
+	}, nil
+}
+
+// Autoregistered is kube's autoregister-completion readiness check: it fails until every local
+// APIService has been seen available.
+func (a *Aggregator) Autoregistered(r *http.Request) error {
+	if a.autoregistered == nil {
+		return errNotStarted
+	}
+	return a.autoregistered(r)
+}
+
+var errNotStarted = errors.New("not started")
+
+func wait(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
