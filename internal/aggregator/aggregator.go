@@ -20,6 +20,7 @@ import (
 	apiregistrationinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
 
 	"github.com/lapis-dev/lapis/internal/discovery"
+	"github.com/lapis-dev/lapis/internal/openapi"
 	upstream "github.com/lapis-dev/lapis/internal/upstream/aggregator"
 )
 
@@ -52,6 +53,7 @@ type Aggregator struct {
 	informers apiregistrationinformers.SharedInformerFactory
 	resolver  upstream.ServiceResolver
 	discovery upstream.DiscoveryAggregationController
+	openAPI   *openAPIDocs
 
 	// autoregistered is kube's autoregister-completion check, set by Run before it returns.
 	autoregistered func(*http.Request) error
@@ -78,6 +80,7 @@ func New(cfg Config) (*Aggregator, error) {
 		informers: apiregistrationinformers.NewSharedInformerFactory(client, 0),
 		discovery: upstream.NewDiscoveryManager(cfg.Discovery),
 		proxies:   map[string]*upstream.ProxyHandler{},
+		openAPI:   newOpenAPIDocs(),
 	}
 	a.routes.Store(&map[schema.GroupVersion]http.Handler{})
 	return a, nil
@@ -103,6 +106,9 @@ func serviceResolver(cfg Config) (upstream.ServiceResolver, error) {
 	}
 	return resolver, nil
 }
+
+// OpenAPI is what the extension servers add to the OpenAPI documents.
+func (a *Aggregator) OpenAPI() openapi.Aggregated { return a.openAPI }
 
 // Route returns the proxy for a path of a group version an extension server serves
 // (/apis/GROUP/VERSION and below).
@@ -131,6 +137,11 @@ func (a *Aggregator) AddAPIService(apiService *apiregistrationv1.APIService) err
 		a.proxies[apiService.Name] = h
 	}
 	h.UpdateAPIService(apiService)
+	if apiService.Spec.Service != nil {
+		a.openAPI.add(apiService, h)
+	} else {
+		a.openAPI.remove(apiService.Name)
+	}
 	if exists {
 		a.discovery.AddAPIService(apiService, h.AvailableCopy())
 	} else {
@@ -146,6 +157,7 @@ func (a *Aggregator) RemoveAPIService(name string) {
 	defer a.mu.Unlock()
 	defer a.listAPIServices()
 	a.discovery.RemoveAPIService(name)
+	a.openAPI.remove(name)
 	delete(a.proxies, name)
 	a.setRoute(helper.APIServiceNameToGroupVersion(name), nil, false)
 }

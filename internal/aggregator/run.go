@@ -84,6 +84,8 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 	hooks.Finish(HookDiscovery)
 	go autoregistration()
 	hooks.Finish(HookAutoregistration)
+	go a.openAPI.run(ctx)
+	hooks.Finish(HookOpenAPI, HookOpenAPIV3)
 	return nil
 }
 

@@ -37,6 +37,7 @@ const (
 // resources did not change are carried over.
 type Service struct {
 	cat *catalog.Catalog
+	agg Aggregated
 
 	mu   sync.Mutex
 	snap *snapshot
@@ -44,15 +45,23 @@ type Service struct {
 
 // NewService serves OpenAPI documents for whatever the catalogue serves.
 func NewService(cat *catalog.Catalog) *Service {
-	return &Service{cat: cat}
+	return &Service{cat: cat, agg: none{}}
+}
+
+// WithAggregated adds the extension servers' documents to s's.
+func (s *Service) WithAggregated(agg Aggregated) *Service {
+	s.agg = agg
+	return s
 }
 
 // snapshot holds the documents of one catalogue revision.
 type snapshot struct {
-	revision uint64
-	v2       *document
-	v3       map[string]*document // by gvPath
-	root     *document            // the v3 discovery document
+	revision    uint64
+	aggRevision uint64 // the extension servers' documents'
+	v2          *document
+	v3          map[string]*document // by gvPath
+	remoteV3    map[string]string    // the extension servers' group versions: gvPath to URL
+	root        *document            // the v3 discovery document
 }
 
 // current returns the snapshot for the catalogue's current revision, setting one up (without
@@ -60,8 +69,8 @@ type snapshot struct {
 func (s *Service) current() *snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rev := s.cat.Revision()
-	if s.snap != nil && s.snap.revision == rev {
+	rev, aggRev := s.cat.Revision(), s.agg.Revision()
+	if s.snap != nil && s.snap.revision == rev && s.snap.aggRevision == aggRev {
 		return s.snap
 	}
 	all := s.cat.All()
@@ -73,11 +82,12 @@ func (s *Service) current() *snapshot {
 	if old == nil {
 		old = &snapshot{}
 	}
-	next := &snapshot{revision: rev, v3: make(map[string]*document, len(byGV))}
-	if old.v2 != nil && slices.Equal(old.v2.resources, all) {
+	next := &snapshot{revision: rev, aggRevision: aggRev, v3: make(map[string]*document, len(byGV)), remoteV3: s.agg.V3Paths()}
+	if old.v2 != nil && slices.Equal(old.v2.resources, all) && old.aggRevision == aggRev {
 		next.v2 = old.v2
 	} else {
-		next.v2 = newDocument(all, func(rs []*catalog.Resource) any { return buildV2(rs) }, v2ToProto)
+		remote := s.agg.V2()
+		next.v2 = newDocument(all, func(rs []*catalog.Resource) any { return mergedV2(buildV2(rs), remote) }, v2ToProto)
 	}
 	for gv, rs := range byGV {
 		if d := old.v3[gv]; d != nil && slices.Equal(d.resources, rs) {
@@ -101,7 +111,10 @@ type discoveryEntry struct {
 }
 
 func (sn *snapshot) discovery() any {
-	out := discoveryDoc{Paths: make(map[string]discoveryEntry, len(sn.v3))}
+	out := discoveryDoc{Paths: make(map[string]discoveryEntry, len(sn.v3)+len(sn.remoteV3))}
+	for gv, u := range sn.remoteV3 {
+		out.Paths[gv] = discoveryEntry{ServerRelativeURL: u}
+	}
 	for gv, d := range sn.v3 {
 		ed := d.get()
 		if ed.err != nil {
@@ -235,7 +248,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gv := strings.TrimPrefix(p, "/openapi/v3/")
 		d := s.current().v3[gv]
 		if d == nil {
-			w.WriteHeader(http.StatusNotFound) // kube's OpenAPI v3 handler answers with no body
+			if !s.agg.ServeV3(w, r) {
+				w.WriteHeader(http.StatusNotFound) // kube's OpenAPI v3 handler answers with no body
+			}
 			return
 		}
 		e := d.get()

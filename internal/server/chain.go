@@ -50,7 +50,7 @@ type identity struct {
 // filters: request info → authentication → impersonation → authorization, then health, version,
 // discovery, OpenAPI, profiling or resource verbs. Nothing is served before authorization.
 func (s *Server) chain(id identity, cat *catalog.Catalog, disc *discovery.Handler, agg *aggregator.Aggregator) http.Handler {
-	oapi := openapi.NewService(cat)
+	oapi := openapi.NewService(cat).WithAggregated(agg.OpenAPI())
 	metrics := s.newMetrics()
 	verbs := handlers.New(s.objects).WithAuthorizer(id.authz).WithWatchObserver(metrics).WithEndpoints(special.New(s.objects,
 		special.Auth{Authenticator: id.authn, Audiences: id.audiences, Authorizer: id.authz, Rules: id.rules}, id.tokens))

@@ -68,6 +68,8 @@ var kubeHookOrder = []string{
 	aggregator.HookDiscovery,
 	aggregator.HookAutoregistration,
 	aggregator.CheckAutoregistered, // a readiness check among the hooks, as kube lists it
+	aggregator.HookOpenAPI,
+	aggregator.HookOpenAPIV3,
 }
 
 // postStartHooks records which post-start hooks have finished, for the health checks: as

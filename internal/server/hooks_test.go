@@ -65,7 +65,7 @@ func TestKubeHookOrder(t *testing.T) {
 		}
 		seen[name] = true
 	}
-	if len(seen) != 22 {
-		t.Errorf("%d hooks and checks, want the 21 hooks lapis runs and autoregister-completion", len(seen))
+	if len(seen) != 24 {
+		t.Errorf("%d hooks and checks, want the 23 hooks lapis runs and autoregister-completion", len(seen))
 	}
 }

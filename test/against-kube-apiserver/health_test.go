@@ -18,9 +18,7 @@ var notRunByLapis = map[string]string{
 	"poststarthook/peer-endpoint-reconciler-controller": "issue 28 (API server identity): the peer endpoint leases of kube's mixed-version proxy",
 	"poststarthook/start-cluster-authentication-info-controller": "issue 27 (aggregation): kube-system/extension-apiserver-authentication, " +
 		"which aggregated API servers read",
-	"poststarthook/apiservice-openapi-controller":   "issue 27 (aggregation)",
-	"poststarthook/apiservice-openapiv3-controller": "issue 27 (aggregation)",
-	"poststarthook/storage-readiness":               "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
+	"poststarthook/storage-readiness": "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
 }
 
 // TestHealth: /healthz, /livez and /readyz with ?verbose list kube-apiserver's checks, in
