@@ -9,9 +9,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/lapis-dev/lapis/internal/handlers"
-	"github.com/lapis-dev/lapis/internal/routing"
 )
 
 // timeoutWriteGrace is how long after its deadline a request may still take to write its
@@ -19,14 +19,18 @@ import (
 // read cannot hold a handler forever.
 const timeoutWriteGrace = 5 * time.Second
 
-// longRunning is kube-apiserver's check (BasicLongRunningRequestCheck with the verb watch):
-// watches, including the legacy /watch/ paths, and profiling run as long as they need.
+// longRunning is kube-apiserver's check (longRunningRequest): watches, including the legacy
+// /watch/ paths, proxies and the attach, exec, log and port-forward subresources an extension
+// server may serve (streams the aggregator proxies), and profiling run as long as they need.
 func longRunning(req *http.Request) bool {
-	info := routing.Parse(req)
-	if info.IsResource {
-		return info.Verb == "watch"
+	info, ok := genericapirequest.RequestInfoFrom(req.Context())
+	if !ok {
+		var err error
+		if info, err = requestInfoResolver.NewRequestInfo(req); err != nil {
+			return false
+		}
 	}
-	return strings.HasPrefix(req.URL.Path, "/debug/pprof/")
+	return longRunningRequest(req, info) || strings.HasPrefix(req.URL.Path, "/debug/pprof/")
 }
 
 // withRequestTimeout bounds every request that is not long-running as kube-apiserver's

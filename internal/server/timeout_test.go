@@ -240,3 +240,28 @@ func TestRequestTimeoutServed(t *testing.T) {
 		t.Errorf("watch: %d after %v: %.200s", resp.StatusCode, took, events)
 	}
 }
+
+// TestLongRunning: kube's long-running requests escape the request timeout, whoever serves
+// them (an extension server's streams too).
+func TestLongRunning(t *testing.T) {
+	for _, tt := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true", true},
+		{"GET", "/api/v1/watch/namespaces/ns/configmaps", true},
+		{"GET", "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders?watch=1", true},
+		{"POST", "/apis/example.com/v1/namespaces/ns/things/t/exec", true},
+		{"GET", "/apis/example.com/v1/namespaces/ns/things/t/log", true},
+		{"POST", "/api/v1/namespaces/ns/pods/p/portforward", true},
+		{"GET", "/api/v1/namespaces/ns/services/s/proxy/x", true},
+		{"GET", "/debug/pprof/profile", true},
+		{"GET", "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders", false},
+		{"GET", "/api/v1/namespaces/ns/pods/p/status", false},
+		{"GET", "/apis", false},
+	} {
+		if got := longRunning(httptest.NewRequest(tt.method, tt.path, nil)); got != tt.want {
+			t.Errorf("%s %s: long-running %v, want %v", tt.method, tt.path, got, tt.want)
+		}
+	}
+}
