@@ -1,0 +1,121 @@
+package againstkube
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const apiServices = "/apis/apiregistration.k8s.io/v1/apiservices"
+
+// apiServiceCRD is a CustomResourceDefinition of its own group, two versions served and one
+// not: its local APIServices are the served versions'.
+const apiServiceCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"gadgets.apisvc.kubediff.example.com"},
+"spec":{"group":"apisvc.kubediff.example.com","scope":"Namespaced",
+"names":{"plural":"gadgets","singular":"gadget","kind":"Gadget"},
+"versions":[
+ {"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},
+ {"name":"v1beta1","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},
+ {"name":"v1alpha1","served":false,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`
+
+// TestAPIServices: the local APIServices — one per built-in group version and per served
+// custom resource version, Available with kube's reason and message — are kube's, and a CRD's
+// come and go with it (kube's autoregister and CRD registration controllers).
+func TestAPIServices(t *testing.T) {
+	lapis, kube := servers(t)
+	crdGroup := ".apisvc.kubediff.example.com"
+	compareAPIServices(t, "at start", lapis, kube, func(name string) bool { return !strings.HasSuffix(name, crdGroup) })
+
+	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	for _, s := range []*target{lapis, kube} {
+		s.must(t, request{method: "DELETE", path: crds + "/gadgets.apisvc.kubediff.example.com"}, http.StatusOK, http.StatusNotFound)
+		waitAPIServices(t, s, crdGroup, nil)
+		s.must(t, request{method: "POST", path: crds, contentType: jsonType, body: apiServiceCRD}, http.StatusCreated)
+	}
+	for _, s := range []*target{lapis, kube} {
+		waitAPIServices(t, s, crdGroup, []string{"v1" + crdGroup, "v1beta1" + crdGroup})
+	}
+	compareAPIServices(t, "with a CRD", lapis, kube, func(name string) bool { return strings.HasSuffix(name, crdGroup) })
+
+	for _, s := range []*target{lapis, kube} {
+		s.must(t, request{method: "DELETE", path: crds + "/gadgets.apisvc.kubediff.example.com"}, http.StatusOK)
+	}
+	for _, s := range []*target{lapis, kube} {
+		waitAPIServices(t, s, crdGroup, nil)
+	}
+}
+
+// apiServicesOf lists s's APIServices by name, masked, those keep tells.
+func apiServicesOf(t *testing.T, s *target, keep func(string) bool) map[string]any {
+	t.Helper()
+	resp := s.must(t, request{method: "GET", path: apiServices}, http.StatusOK)
+	var list struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(resp.body, &list); err != nil {
+		t.Fatalf("%s: %v", s.name, err)
+	}
+	out := map[string]any{}
+	for _, item := range list.Items {
+		name, _ := nested(item, "metadata", "name").(string)
+		if keep(name) {
+			out[name] = mask(item)
+		}
+	}
+	return out
+}
+
+// compareAPIServices fails t where lapis's APIServices (those keep tells) differ from kube's.
+func compareAPIServices(t *testing.T, when string, lapis, kube *target, keep func(string) bool) {
+	t.Helper()
+	l, k := apiServicesOf(t, lapis, keep), apiServicesOf(t, kube, keep)
+	var diffs []string
+	for name, kv := range k {
+		diffJSON(name, kv, l[name], &diffs)
+	}
+	for name := range l {
+		if _, ok := k[name]; !ok {
+			diffs = append(diffs, name+": lapis only")
+		}
+	}
+	slices.Sort(diffs)
+	if len(diffs) > 0 {
+		t.Errorf("%s, APIServices differ from kube's:\n  %s", when, strings.Join(diffs, "\n  "))
+	}
+}
+
+// waitAPIServices waits until s's APIServices of the suffix are exactly want, all Available.
+func waitAPIServices(t *testing.T, s *target, suffix string, want []string) {
+	t.Helper()
+	var got []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got = nil
+		for name, v := range apiServicesOf(t, s, func(n string) bool { return strings.HasSuffix(n, suffix) }) {
+			if available(v.(map[string]any)) {
+				got = append(got, name)
+			} else {
+				got = append(got, name+" (not Available)")
+			}
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Fatalf("%s: APIServices %s*: %v, want %v, all Available", s.name, suffix, got, want)
+}
+
+// available tells whether an APIService's Available condition is True.
+func available(apiService map[string]any) bool {
+	conditions, _ := nested(apiService, "status", "conditions").([]any)
+	for _, c := range conditions {
+		if c, ok := c.(map[string]any); ok && c["type"] == "Available" {
+			return c["status"] == "True"
+		}
+	}
+	return false
+}
