@@ -61,14 +61,22 @@ const aggregationStartTimeout = 5 * time.Second
 // aggregationStartTimeout.
 func (st *startup) runAggregation() <-chan struct{} {
 	done := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() { ran <- st.aggregator.Run(st.run, st.s.hooks) }()
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(st.run, aggregationStartTimeout)
 		defer cancel()
-		if err := st.aggregator.Run(st.run, st.s.hooks); err != nil {
-			if st.run.Err() == nil {
-				st.s.log.Error("aggregation layer", "err", err)
+		select {
+		case err := <-ran:
+			if err != nil {
+				if st.run.Err() == nil {
+					st.s.log.Error("aggregation layer", "err", err)
+				}
+				return
 			}
+		case <-ctx.Done():
+			st.s.log.Warn("the aggregation layer is not ready yet; serving meanwhile")
 			return
 		}
 		_ = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
