@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/util/proxy"
@@ -18,6 +20,8 @@ import (
 	"k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/helper"
 	apiregistrationclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	apiregistrationinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
+	"k8s.io/kube-aggregator/pkg/controllers/autoregister"
+	"k8s.io/kubernetes/pkg/controlplane/controller/crdregistration"
 
 	"github.com/lapis-dev/lapis/internal/discovery"
 	"github.com/lapis-dev/lapis/internal/openapi"
@@ -55,8 +59,7 @@ type Aggregator struct {
 	discovery upstream.DiscoveryAggregationController
 	openAPI   *openAPIDocs
 
-	// autoregistered is kube's autoregister-completion check, set by Run before it returns.
-	autoregistered func(*http.Request) error
+	autoregister autoregistration
 
 	mu      sync.Mutex // serialises AddAPIService and RemoveAPIService, as kube's
 	proxies map[string]*upstream.ProxyHandler
@@ -83,7 +86,52 @@ func New(cfg Config) (*Aggregator, error) {
 		openAPI:   newOpenAPIDocs(),
 	}
 	a.routes.Store(&map[schema.GroupVersion]http.Handler{})
+	if a.autoregister, err = newAutoregistration(cfg, client, a.informers); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// autoregistration is kube-apiserver's autoregister controller, given a local APIService for
+// each built-in group version lapis serves, its CRD registration controller, which gives it
+// the custom resources' versions, and its check that they have all been seen available.
+type autoregistration struct {
+	controller controller
+	crds       interface {
+		controller
+		WaitForInitialSync()
+	}
+	crdInformers apiextensionsinformers.SharedInformerFactory
+	completed    func(*http.Request) error
+}
+
+// controller is how kube's controllers run (kube keeps these two's types unexported).
+type controller interface {
+	Run(workers int, stopCh <-chan struct{})
+}
+
+func newAutoregistration(cfg Config, client apiregistrationclient.Interface, factory apiregistrationinformers.SharedInformerFactory) (autoregistration, error) {
+	apiServices := factory.Apiregistration().V1().APIServices()
+	controller := autoregister.NewAutoRegisterController(apiServices, client.ApiregistrationV1())
+	priorities := upstream.KubeAPIServerPriorities()
+	var locals []*apiregistrationv1.APIService
+	for _, gv := range cfg.Local {
+		if s := upstream.MakeAPIService(gv, priorities); s != nil {
+			controller.AddAPIServiceToSyncOnStart(s)
+			locals = append(locals, s)
+		}
+	}
+	crdClient, err := apiextensionsclient.NewForConfig(cfg.Loopback)
+	if err != nil {
+		return autoregistration{}, fmt.Errorf("aggregator CRD client: %w", err)
+	}
+	crdInformers := apiextensionsinformers.NewSharedInformerFactory(crdClient, 0)
+	return autoregistration{
+		controller:   controller,
+		crds:         crdregistration.NewCRDRegistrationController(crdInformers.Apiextensions().V1().CustomResourceDefinitions(), controller),
+		crdInformers: crdInformers,
+		completed:    upstream.MakeAPIServiceAvailableHealthCheck(locals, apiServices),
+	}, nil
 }
 
 // serviceResolver resolves an APIService's service as kube-apiserver does

@@ -2,19 +2,13 @@ package aggregator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	"k8s.io/client-go/tools/cache"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	"k8s.io/kube-aggregator/pkg/controllers/autoregister"
 	localavailability "k8s.io/kube-aggregator/pkg/controllers/status/local"
 	availabilitymetrics "k8s.io/kube-aggregator/pkg/controllers/status/metrics"
 	remoteavailability "k8s.io/kube-aggregator/pkg/controllers/status/remote"
-	"k8s.io/kubernetes/pkg/controlplane/controller/crdregistration"
 
 	upstream "github.com/lapis-dev/lapis/internal/upstream/aggregator"
 )
@@ -56,10 +50,6 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 	if err != nil {
 		return err
 	}
-	autoregistration, err := a.autoregistration(ctx)
-	if err != nil {
-		return err
-	}
 	a.informers.Start(ctx.Done())
 	a.cfg.Core.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), apiServices.Informer().HasSynced) {
@@ -82,54 +72,29 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 		return err
 	}
 	hooks.Finish(HookDiscovery)
-	go autoregistration()
+	go a.autoregistration(ctx)
 	hooks.Finish(HookAutoregistration)
 	go a.openAPI.run(ctx)
 	hooks.Finish(HookOpenAPI, HookOpenAPIV3)
 	return nil
 }
 
-// autoregistration builds kube-apiserver's autoregister controller, given a local APIService for
-// each built-in group version lapis serves, and its CRD registration controller; the function
-// returned runs them as kube does, the CRDs' first.
-func (a *Aggregator) autoregistration(ctx context.Context) (func(), error) {
-	apiServices := a.informers.Apiregistration().V1().APIServices()
-	autoRegistration := autoregister.NewAutoRegisterController(apiServices, a.client.ApiregistrationV1())
-	priorities := upstream.KubeAPIServerPriorities()
-	var locals []*apiregistrationv1.APIService
-	for _, gv := range a.cfg.Local {
-		if s := upstream.MakeAPIService(gv, priorities); s != nil {
-			autoRegistration.AddAPIServiceToSyncOnStart(s)
-			locals = append(locals, s)
-		}
-	}
-	a.autoregistered = upstream.MakeAPIServiceAvailableHealthCheck(locals, apiServices)
-	crdClient, err := apiextensionsclient.NewForConfig(a.cfg.Loopback)
-	if err != nil {
-		return nil, fmt.Errorf("aggregator CRD client: %w", err)
-	}
-	crdInformers := apiextensionsinformers.NewSharedInformerFactory(crdClient, 0)
-	crds := crdregistration.NewCRDRegistrationController(crdInformers.Apiextensions().V1().CustomResourceDefinitions(), autoRegistration)
-	return func() {
-		crdInformers.Start(ctx.Done())
-		go crds.Run(autoregistrationWorkers, ctx.Done())
-		// As kube: the CRDs' APIServices are known before the autoregister controller's first
-		// sync, which would otherwise delete them.
-		crds.WaitForInitialSync()
-		autoRegistration.Run(autoregistrationWorkers, ctx.Done())
-	}, nil
+// autoregistration runs kube-apiserver's autoregister and CRD registration controllers as kube
+// does, the CRDs' first.
+func (a *Aggregator) autoregistration(ctx context.Context) {
+	a.autoregister.crdInformers.Start(ctx.Done())
+	go a.autoregister.crds.Run(autoregistrationWorkers, ctx.Done())
+	// As kube: the CRDs' APIServices are known before the autoregister controller's first
+	// sync, which would otherwise delete them.
+	a.autoregister.crds.WaitForInitialSync()
+	a.autoregister.controller.Run(autoregistrationWorkers, ctx.Done())
 }
 
 // Autoregistered is kube's autoregister-completion readiness check: it fails until every local
 // APIService has been seen available.
 func (a *Aggregator) Autoregistered(r *http.Request) error {
-	if a.autoregistered == nil {
-		return errNotStarted
-	}
-	return a.autoregistered(r)
+	return a.autoregister.completed(r)
 }
-
-var errNotStarted = errors.New("not started")
 
 func wait(ctx context.Context, done <-chan struct{}) error {
 	select {
