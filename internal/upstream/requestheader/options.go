@@ -17,20 +17,18 @@ limitations under the License.
 package requestheader
 
 // Origin: k8s.io/apiserver v0.37.2, pkg/server/options/authentication.go
-// (RequestHeaderAuthenticationOptions, its Validate and ToAuthenticationRequestHeaderConfig,
-// checkForWhiteSpaceOnly, caseInsensitiveHas).
+// (RequestHeaderAuthenticationOptions and its Validate, checkForWhiteSpaceOnly,
+// caseInsensitiveHas).
 // Copied because k8s.io/apiserver/pkg/server/options imports kube's generic server.
 // Local changes: the type is named Options; AddFlags is left out (lapis registers the flags on
-// its own Config, with kube's names and help).
+// its own Config, with kube's names and help), and so is ToAuthenticationRequestHeaderConfig
+// (lapis keeps the concrete reloading CA provider it makes, to run it).
 
 import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
 	"k8s.io/apiserver/pkg/features"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 )
@@ -107,26 +105,4 @@ func caseInsensitiveHas(headers []string, header string) bool {
 		}
 	}
 	return false
-}
-
-// ToAuthenticationRequestHeaderConfig returns a RequestHeaderConfig config object for these options
-// if necessary, nil otherwise.
-func (s *Options) ToAuthenticationRequestHeaderConfig() (*authenticatorfactory.RequestHeaderConfig, error) {
-	if len(s.ClientCAFile) == 0 {
-		return nil, nil
-	}
-
-	caBundleProvider, err := dynamiccertificates.NewDynamicCAContentFromFile("request-header", s.ClientCAFile)
-	if err != nil {
-		return nil, err
-	}
-
-	return &authenticatorfactory.RequestHeaderConfig{
-		UsernameHeaders:     headerrequest.StaticStringSlice(s.UsernameHeaders),
-		UIDHeaders:          headerrequest.StaticStringSlice(s.UIDHeaders),
-		GroupHeaders:        headerrequest.StaticStringSlice(s.GroupHeaders),
-		ExtraHeaderPrefixes: headerrequest.StaticStringSlice(s.ExtraHeaderPrefixes),
-		CAContentProvider:   caBundleProvider,
-		AllowedClientNames:  headerrequest.StaticStringSlice(s.AllowedNames),
-	}, nil
 }

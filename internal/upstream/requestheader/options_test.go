@@ -65,25 +65,6 @@ func TestValidateWithClientCA(t *testing.T) {
 	}
 }
 
-// TestToAuthenticationRequestHeaderConfig: no CA file, no configuration; one, its CA.
-func TestToAuthenticationRequestHeaderConfig(t *testing.T) {
-	if rh, err := (&Options{UsernameHeaders: []string{"X-Remote-User"}}).ToAuthenticationRequestHeaderConfig(); rh != nil || err != nil {
-		t.Errorf("without a CA file: %v, %v; want none", rh, err)
-	}
-	ca := writeCA(t, t.TempDir(), "proxy")
-	rh, err := (&Options{ClientCAFile: ca, UsernameHeaders: []string{"X-Remote-User"}, AllowedNames: []string{"p"}}).ToAuthenticationRequestHeaderConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(rh.CAContentProvider.CurrentCABundleContent()) != string(readFile(t, ca)) ||
-		rh.UsernameHeaders.Value()[0] != "X-Remote-User" || rh.AllowedClientNames.Value()[0] != "p" {
-		t.Errorf("config %+v", rh)
-	}
-	if _, err := (&Options{ClientCAFile: filepath.Join(t.TempDir(), "none")}).ToAuthenticationRequestHeaderConfig(); err == nil {
-		t.Error("a missing CA file was accepted")
-	}
-}
-
 func writeCA(t *testing.T, dir, name string) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
