@@ -22,6 +22,9 @@ const (
 	hookCRDInformerSynced        = "crd-informer-synced"
 	// default, kube-system, kube-public and kube-node-lease made (bootstrap.EnsureNamespaces)
 	hookSystemNamespaces = "start-system-namespaces-controller"
+	// kube-system/extension-apiserver-authentication kept (kube's clusterauthenticationtrust
+	// controller, run as is)
+	hookClusterAuthenticationInfo = "start-cluster-authentication-info-controller"
 	// this replica's identity Lease kept (internal/apiserverid)
 	hookIdentityLease = "start-kube-apiserver-identity-lease-controller"
 	// expired identity Leases deleted, by the replica holding the controllers' Lease
@@ -51,6 +54,7 @@ var kubeHookOrder = []string{
 	hookAPIExtensionsControllers,
 	hookCRDInformerSynced,
 	hookSystemNamespaces,
+	hookClusterAuthenticationInfo,
 	hookIdentityLease,
 	hookIdentityLeaseGC,
 	hookLegacyTokenTracking,

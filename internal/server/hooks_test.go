@@ -65,7 +65,7 @@ func TestKubeHookOrder(t *testing.T) {
 		}
 		seen[name] = true
 	}
-	if len(seen) != 15 {
-		t.Errorf("%d hooks, want the 15 lapis runs", len(seen))
+	if len(seen) != 16 {
+		t.Errorf("%d hooks, want the 16 lapis runs", len(seen))
 	}
 }

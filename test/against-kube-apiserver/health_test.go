@@ -14,10 +14,8 @@ var notRunByLapis = map[string]string{
 	"poststarthook/priority-and-fairness-filter": "issue 28 (API Priority and Fairness): lapis does not queue requests by priority",
 	"poststarthook/priority-and-fairness-config-consumer": "issue 28 (API Priority and Fairness): the controller that configures the filter " +
 		"from FlowSchemas (lapis keeps only their Dangling condition)",
-	"poststarthook/storage-object-count-tracker-hook":   "issue 28 (API Priority and Fairness): the object counts APF's work estimator reads",
-	"poststarthook/peer-endpoint-reconciler-controller": "issue 28 (API server identity): the peer endpoint leases of kube's mixed-version proxy",
-	"poststarthook/start-cluster-authentication-info-controller": "issue 27 (aggregation): kube-system/extension-apiserver-authentication, " +
-		"which aggregated API servers read",
+	"poststarthook/storage-object-count-tracker-hook":             "issue 28 (API Priority and Fairness): the object counts APF's work estimator reads",
+	"poststarthook/peer-endpoint-reconciler-controller":           "issue 28 (API server identity): the peer endpoint leases of kube's mixed-version proxy",
 	"poststarthook/start-kube-aggregator-informers":               "issue 27 (aggregation)",
 	"poststarthook/apiservice-status-local-available-controller":  "issue 27 (aggregation)",
 	"poststarthook/apiservice-status-remote-available-controller": "issue 27 (aggregation)",
