@@ -12,8 +12,8 @@ import (
 // kube-apiserver does (its post-start hook of that name): it keeps
 // kube-system/extension-apiserver-authentication holding the client CA bundle lapis trusts and
 // its request-header configuration, merged with what other servers wrote there, for extension
-// API servers to read. The controller is told when the request-header CA file changes, and
-// the front proxy's files are reloaded from now on.
+// API servers to read. The controller is told when the request-header CA file changes: start
+// it before fp runs.
 func startClusterAuthenticationInfo(ctx context.Context, client kubernetes.Interface, clientCA dynamiccertificates.CAContentProvider, fp *frontProxy) {
 	info := clusterauthenticationtrust.ClusterAuthenticationInfo{ClientCA: clientCA}
 	if rh := fp.requestHeader; rh != nil {
@@ -28,6 +28,5 @@ func startClusterAuthenticationInfo(ctx context.Context, client kubernetes.Inter
 	if fp.requestHeaderCA != nil {
 		fp.requestHeaderCA.AddListener(controller)
 	}
-	fp.run(ctx)
 	go controller.Run(ctx, 1)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -150,5 +151,62 @@ func TestValidateRequestHeader(t *testing.T) {
 		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v: %v, want %q", c.rh, err, c.want)
 		}
+	}
+}
+
+// listener counts the times it is told of a change.
+type listener chan struct{}
+
+func (l listener) Enqueue() {
+	select {
+	case l <- struct{}{}:
+	default:
+	}
+}
+
+// TestFrontProxyReload: the flags' certificate files, replaced while lapis runs, are what
+// lapis presents from then on, and listeners are told.
+func TestFrontProxyReload(t *testing.T) {
+	dir := t.TempDir()
+	first, err := pki.LoadOrCreateFrontProxy(filepath.Join(dir, "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := pki.LoadOrCreateFrontProxy(filepath.Join(dir, "second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "proxy.crt"), filepath.Join(dir, "proxy.key")
+	copyPair := func(from pki.FrontProxyFiles) {
+		cert, key := readPair(t, from.ClientCert, from.ClientKey)
+		if err := pki.WriteFileAtomic(keyFile, key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := pki.WriteFileAtomic(certFile, cert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyPair(first)
+	fp, err := newFrontProxy(Config{DataDir: dir, ProxyClientCertFile: certFile, ProxyClientKeyFile: keyFile}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(listener, 1)
+	fp.AddListener(changed)
+	fp.run(t.Context())
+	time.Sleep(100 * time.Millisecond) // the watch is set
+	copyPair(second)
+	want, _ := readPair(t, second.ClientCert, second.ClientKey)
+	deadline := time.Now().Add(10 * time.Second)
+	for cert, _ := fp.CurrentCertKeyContent(); !bytes.Equal(cert, want); cert, _ = fp.CurrentCertKeyContent() {
+		if time.Now().After(deadline) {
+			t.Fatal("the replaced certificate was not read")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-changed:
+	case <-time.After(time.Second):
+		t.Error("the listener was not told")
 	}
 }

@@ -279,6 +279,7 @@ func (st *startup) postStart() error {
 	st.authenticator.UseServiceAccounts(st.serviceAccounts)
 	startClusterAuthenticationInfo(st.run, st.lb.client, st.clientCA, st.frontProxy)
 	s.hooks.finish(hookClusterAuthenticationInfo)
+	st.frontProxy.run(st.run) // its listeners are in place by now
 	// If the RBAC policy cannot be put in place (writes refused on a nearly full disk), lapis
 	// serves what it can meanwhile and keeps trying.
 	if err := <-rbac; err != nil {
