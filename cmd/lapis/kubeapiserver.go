@@ -92,6 +92,22 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, help("service-account-key-file"))
 	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, help("service-account-issuer"))
 	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, help("service-account-max-token-expiration"))
+	addFrontProxyFlags(fs, cfg, help)
+}
+
+// addFrontProxyFlags registers kube-apiserver's flags of front proxies: those lapis trusts
+// (--requestheader-*) and lapis as one, proxying to extension API servers.
+func addFrontProxyFlags(fs *pflag.FlagSet, cfg *server.Config, help func(string) string) {
+	rh := &cfg.RequestHeader
+	fs.StringVar(&rh.ClientCAFile, "requestheader-client-ca-file", "", help("requestheader-client-ca-file"))
+	fs.StringSliceVar(&rh.AllowedNames, "requestheader-allowed-names", nil, help("requestheader-allowed-names"))
+	fs.StringSliceVar(&rh.UsernameHeaders, "requestheader-username-headers", nil, help("requestheader-username-headers"))
+	fs.StringSliceVar(&rh.UIDHeaders, "requestheader-uid-headers", nil, help("requestheader-uid-headers"))
+	fs.StringSliceVar(&rh.GroupHeaders, "requestheader-group-headers", nil, help("requestheader-group-headers"))
+	fs.StringSliceVar(&rh.ExtraHeadersPrefix, "requestheader-extra-headers-prefix", nil, help("requestheader-extra-headers-prefix"))
+	fs.StringVar(&cfg.ProxyClientCertFile, "proxy-client-cert-file", "", help("proxy-client-cert-file"))
+	fs.StringVar(&cfg.ProxyClientKeyFile, "proxy-client-key-file", "", help("proxy-client-key-file"))
+	fs.BoolVar(&cfg.EnableAggregatorRouting, "enable-aggregator-routing", false, help("enable-aggregator-routing"))
 }
 
 // sharedHelp is the help of addConfigFlags' flags, by command: `lapis serve`'s in lapis's
@@ -160,6 +176,33 @@ var sharedHelp = map[string][2]string{
 	"service-account-max-token-expiration": {
 		"longest validity a TokenRequest may ask for (0: no limit)",
 		"The maximum validity duration of a token created by the service account token issuer."},
+	"requestheader-client-ca-file": {
+		"trust front proxies with a client certificate of this CA to name the user in request headers (default: lapis's own front-proxy CA, DIR/pki/front-proxy-ca.crt, with kubeadm's header flags, unless --proxy-client-cert-file is given)",
+		"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests."},
+	"requestheader-allowed-names": {
+		"common names of the front proxies' client certificates that may name users in headers (empty: any certificate of --requestheader-client-ca-file)",
+		"List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed."},
+	"requestheader-username-headers": {
+		"request headers naming the user, for front proxies (X-Remote-User is common)",
+		"List of request headers to inspect for usernames. X-Remote-User is common."},
+	"requestheader-uid-headers": {
+		"request headers naming the user's UID, for front proxies (X-Remote-Uid is suggested; needs the RemoteRequestHeaderUID feature, on by default)",
+		"List of request headers to inspect for UIDs. X-Remote-Uid is suggested. Requires the RemoteRequestHeaderUID feature to be enabled."},
+	"requestheader-group-headers": {
+		"request headers naming the user's groups, for front proxies (X-Remote-Group is suggested)",
+		"List of request headers to inspect for groups. X-Remote-Group is suggested."},
+	"requestheader-extra-headers-prefix": {
+		"request header prefixes naming the user's extra, for front proxies (X-Remote-Extra- is suggested)",
+		"List of request header prefixes to inspect. X-Remote-Extra- is suggested."},
+	"proxy-client-cert-file": {
+		"client certificate lapis presents to extension API servers it proxies to, of the --requestheader-client-ca-file CA (default: lapis's own, DIR/pki/front-proxy-client.crt)",
+		"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification."},
+	"proxy-client-key-file": {
+		"private key of --proxy-client-cert-file",
+		"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins."},
+	"enable-aggregator-routing": {
+		"proxy to extension API servers at an endpoint of their Service rather than at its cluster IP",
+		"Turns on aggregator routing requests to endpoints IP rather than cluster IP."},
 }
 
 // apply sets what the flags say: the listen address (from --listen's unless secure-port or
@@ -199,14 +242,6 @@ var ignoredKubeFlags = []struct{ name, kind, why string }{
 	{"enable-priority-and-fairness", "bool", "lapis has no API Priority and Fairness queues"},
 	{"kubelet-client-certificate", "string", "lapis runs no kubelets"},
 	{"kubelet-client-key", "string", "lapis runs no kubelets"},
-	{"proxy-client-cert-file", "string", "lapis has no aggregated API servers"},
-	{"proxy-client-key-file", "string", "lapis has no aggregated API servers"},
-	{"requestheader-client-ca-file", "string", "lapis has no aggregated API servers"},
-	{"requestheader-allowed-names", "strings", "lapis has no aggregated API servers"},
-	{"requestheader-extra-headers-prefix", "strings", "lapis has no aggregated API servers"},
-	{"requestheader-group-headers", "strings", "lapis has no aggregated API servers"},
-	{"requestheader-username-headers", "strings", "lapis has no aggregated API servers"},
-	{"enable-aggregator-routing", "bool", "lapis always calls webhooks at their Services' endpoints"},
 	{"watch-cache", "bool", "lapis always serves from its watch cache"},
 	{"delete-collection-workers", "int", "DELETE of a collection runs in one worker"},
 	{"min-request-timeout", "int", "watches last until their client or lapis ends them"},

@@ -62,6 +62,17 @@ func TestParseKubeAPIServer(t *testing.T) {
 			c.AuthorizationModes = []string{"AlwaysAllow"}
 			c.EventTTL = 0
 		}},
+		{name: "front proxy flags", args: []string{"--requestheader-client-ca-file=fp-ca.crt", "--requestheader-allowed-names=front-proxy-client,other",
+			"--requestheader-username-headers=X-Remote-User", "--requestheader-uid-headers=X-Remote-Uid", "--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-", "--proxy-client-cert-file=fp.crt", "--proxy-client-key-file=fp.key",
+			"--enable-aggregator-routing"}, want: func(c *server.Config) {
+			c.Listen = "0.0.0.0:6443"
+			c.AuthorizationModes = []string{"AlwaysAllow"}
+			c.RequestHeader = server.RequestHeaderConfig{ClientCAFile: "fp-ca.crt", AllowedNames: []string{"front-proxy-client", "other"},
+				UsernameHeaders: []string{"X-Remote-User"}, UIDHeaders: []string{"X-Remote-Uid"}, GroupHeaders: []string{"X-Remote-Group"},
+				ExtraHeadersPrefix: []string{"X-Remote-Extra-"}}
+			c.ProxyClientCertFile, c.ProxyClientKeyFile, c.EnableAggregatorRouting = "fp.crt", "fp.key", true
+		}},
 		{name: "unknown flag", args: []string{"--insecure-port=0"}, wantErr: "unknown flag: --insecure-port"},
 		{name: "bind address not an IP", args: []string{"--bind-address=localhost"}, wantErr: `--bind-address "localhost" is not an IP address`},
 		{name: "arguments", args: []string{"serve"}, wantErr: "no arguments are accepted"},

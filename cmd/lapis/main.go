@@ -71,6 +71,9 @@ func usage() {
               [--secure-port N] [--bind-address IP] [--advertise-address IP] [--cert-dir DIR]
               [--tls-cert-file F --tls-private-key-file F] [--max-requests-inflight N] [--max-mutating-requests-inflight N]
               [--feature-gates K=V,...] [--allow-privileged]
+              [--requestheader-client-ca-file F [--requestheader-allowed-names N,...] [--requestheader-username-headers H,...]
+               [--requestheader-uid-headers H,...] [--requestheader-group-headers H,...] [--requestheader-extra-headers-prefix P,...]]
+              [--proxy-client-cert-file F --proxy-client-key-file F] [--enable-aggregator-routing]
   lapis kubectl ARGS...   run the bundled kubectl (uses DIR/kubeconfig unless KUBECONFIG or --kubeconfig is set)
   lapis envtest-assets DIR   fill DIR with kube-apiserver, etcd and kubectl, all this binary, for KUBEBUILDER_ASSETS=DIR
   lapis kube-apiserver FLAGS, lapis etcd FLAGS   run as those programs (also when started under those names)

@@ -12,6 +12,7 @@ import (
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
@@ -60,6 +61,7 @@ type Aggregator struct {
 	openAPI   *openAPIDocs
 
 	autoregister autoregistration
+	registration *upstream.APIServiceRegistrationController
 
 	mu      sync.Mutex // serialises AddAPIService and RemoveAPIService, as kube's
 	proxies map[string]*upstream.ProxyHandler
@@ -89,8 +91,14 @@ func New(cfg Config) (*Aggregator, error) {
 	if a.autoregister, err = newAutoregistration(cfg, client, a.informers); err != nil {
 		return nil, err
 	}
+	a.registration = upstream.NewAPIServiceRegistrationController(a.informers.Apiregistration().V1().APIServices(), a)
 	return a, nil
 }
+
+// CertificateListener is told when the proxy's client certificate changes: every APIService
+// is handled again, with the new certificate (kube adds its registration controller as a
+// listener of the certificate's files).
+func (a *Aggregator) CertificateListener() dynamiccertificates.Listener { return a.registration }
 
 // autoregistration is kube-apiserver's autoregister controller, given a local APIService for
 // each built-in group version lapis serves, its CRD registration controller, which gives it

@@ -9,8 +9,6 @@ import (
 	localavailability "k8s.io/kube-aggregator/pkg/controllers/status/local"
 	availabilitymetrics "k8s.io/kube-aggregator/pkg/controllers/status/metrics"
 	remoteavailability "k8s.io/kube-aggregator/pkg/controllers/status/remote"
-
-	upstream "github.com/lapis-dev/lapis/internal/upstream/aggregator"
 )
 
 // kube-apiserver's names for the aggregation layer's post-start hooks, in the order it
@@ -39,7 +37,6 @@ type Hooks interface {
 // the APIServices are registered and discovery has fetched every extension server's groups.
 func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 	apiServices := a.informers.Apiregistration().V1().APIServices()
-	registration := upstream.NewAPIServiceRegistrationController(apiServices, a)
 	metrics := availabilitymetrics.New()
 	localAvailability, err := localavailability.New(apiServices, a.client.ApiregistrationV1(), metrics)
 	if err != nil {
@@ -61,7 +58,7 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 	hooks.Finish(HookLocalAvailability, HookRemoteAvailability)
 
 	registered := make(chan struct{})
-	go registration.Run(ctx.Done(), registered)
+	go a.registration.Run(ctx.Done(), registered)
 	if err := wait(ctx, registered); err != nil {
 		return err
 	}

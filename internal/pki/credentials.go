@@ -90,7 +90,12 @@ func template(cn string, validity time.Duration) (*x509.Certificate, error) {
 }
 
 func loadOrCreateCA(pki string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
-	certPath, keyPath := filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key")
+	return loadOrCreateCANamed(pki, "ca", "lapis-ca")
+}
+
+// loadOrCreateCANamed returns the CA pki/name.{crt,key}, made with common name cn when absent.
+func loadOrCreateCANamed(pki, name, cn string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
+	certPath, keyPath := filepath.Join(pki, name+".crt"), filepath.Join(pki, name+".key")
 	if certPEM, err := os.ReadFile(certPath); err == nil {
 		keyPEM, err := os.ReadFile(keyPath)
 		if err != nil {
@@ -103,7 +108,7 @@ func loadOrCreateCA(pki string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tmpl, err := template("lapis-ca", 10*365*24*time.Hour)
+	tmpl, err := template(cn, 10*365*24*time.Hour)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -21,7 +21,7 @@ func (st *startup) aggregation() error {
 		Loopback:           st.lb.config,
 		Core:               st.lb.factory,
 		Discovery:          st.discovery,
-		ProxyClientCertKey: st.proxyClientCertKey,
+		ProxyClientCertKey: st.frontProxy.CurrentCertKeyContent,
 		EndpointRouting:    st.s.cfg.EnableAggregatorRouting,
 		Local:              servedGroupVersions(st.cat),
 	})
@@ -29,13 +29,9 @@ func (st *startup) aggregation() error {
 		return err
 	}
 	st.aggregator = agg
+	st.frontProxy.AddListener(agg.CertificateListener())
 	st.s.hooks.addCheck(aggregator.CheckAutoregistered, agg.Autoregistered)
 	return nil
-}
-
-// proxyClientCertKey is the client certificate the aggregator presents to extension servers.
-func (st *startup) proxyClientCertKey() (cert, key []byte) {
-	return nil, nil
 }
 
 // servedGroupVersions are the group versions of lapis's built-in resources, each once.

@@ -190,6 +190,9 @@ func (c Config) validate() error {
 	if c.RequestTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("timeouts must not be negative")
 	}
+	if err := c.validateRequestHeader(); err != nil {
+		return err
+	}
 	if c.EventTTL < 0 {
 		return fmt.Errorf("--event-ttl %v must not be negative (0 keeps events until they are deleted)", c.EventTTL)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/lapis-dev/lapis/internal/aggregator"
@@ -23,6 +24,9 @@ const (
 	hookCRDInformerSynced        = "crd-informer-synced"
 	// default, kube-system, kube-public and kube-node-lease made (bootstrap.EnsureNamespaces)
 	hookSystemNamespaces = "start-system-namespaces-controller"
+	// kube-system/extension-apiserver-authentication kept (kube's clusterauthenticationtrust
+	// controller, run as is)
+	hookClusterAuthenticationInfo = "start-cluster-authentication-info-controller"
 	// this replica's identity Lease kept (internal/apiserverid)
 	hookIdentityLease = "start-kube-apiserver-identity-lease-controller"
 	// expired identity Leases deleted, by the replica holding the controllers' Lease
@@ -39,6 +43,9 @@ const (
 	hookAPFConfigProducer     = "priority-and-fairness-config-producer"
 	// the kubernetes Service and its endpoints kept (allocate.KubernetesService)
 	hookBootstrapController = "bootstrap-controller"
+	// --proxy-client-cert-file and --proxy-client-key-file reloaded when they change (listed by
+	// kube only when they are given)
+	hookReloadProxyClientCert = "aggregator-reload-proxy-client-cert"
 	// the default ServiceCIDR made (internal/allocate)
 	hookServiceCIDR = "start-kubernetes-service-cidr-controller"
 )
@@ -52,6 +59,7 @@ var kubeHookOrder = []string{
 	hookAPIExtensionsControllers,
 	hookCRDInformerSynced,
 	hookSystemNamespaces,
+	hookClusterAuthenticationInfo,
 	hookIdentityLease,
 	hookIdentityLeaseGC,
 	hookLegacyTokenTracking,
@@ -70,6 +78,16 @@ var kubeHookOrder = []string{
 	aggregator.CheckAutoregistered, // a readiness check among the hooks, as kube lists it
 	aggregator.HookOpenAPI,
 	aggregator.HookOpenAPIV3,
+}
+
+// kubeHooks is kubeHookOrder for a configuration: kube lists its proxy certificate's reload
+// hook before the aggregator's when the certificate's files are given.
+func kubeHooks(cfg Config) []string {
+	if cfg.ProxyClientCertFile == "" || cfg.ProxyClientKeyFile == "" {
+		return kubeHookOrder
+	}
+	i := slices.Index(kubeHookOrder, aggregator.HookInformers)
+	return slices.Concat(kubeHookOrder[:i], []string{hookReloadProxyClientCert}, kubeHookOrder[i:])
 }
 
 // postStartHooks records which post-start hooks have finished, for the health checks: as

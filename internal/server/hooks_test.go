@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
+	"github.com/lapis-dev/lapis/internal/aggregator"
 	"github.com/lapis-dev/lapis/internal/healthz"
 )
 
@@ -65,7 +67,20 @@ func TestKubeHookOrder(t *testing.T) {
 		}
 		seen[name] = true
 	}
-	if len(seen) != 24 {
-		t.Errorf("%d hooks and checks, want the 23 hooks lapis runs and autoregister-completion", len(seen))
+	if len(seen) != 25 {
+		t.Errorf("%d hooks and checks, want the 24 hooks lapis runs and autoregister-completion", len(seen))
+	}
+}
+
+// kube lists its proxy certificate's reload hook, before the aggregator's, only when the
+// certificate's files are given.
+func TestKubeHooksWithProxyCertificate(t *testing.T) {
+	if slices.Contains(kubeHooks(Config{}), hookReloadProxyClientCert) {
+		t.Error("the reload hook is listed without --proxy-client-cert-file")
+	}
+	hooks := kubeHooks(Config{ProxyClientCertFile: "c", ProxyClientKeyFile: "k"})
+	i := slices.Index(hooks, hookReloadProxyClientCert)
+	if i < 0 || hooks[i+1] != aggregator.HookInformers || len(hooks) != len(kubeHookOrder)+1 {
+		t.Errorf("with the certificate's files: %v", hooks)
 	}
 }

@@ -58,7 +58,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg.withDefaults(), log: log, stop: stop, done: make(chan struct{}), hooks: newPostStartHooks(kubeHookOrder)}
+	s := &Server{cfg: cfg.withDefaults(), log: log, stop: stop, done: make(chan struct{}), hooks: newPostStartHooks(kubeHooks(cfg))}
 	st := &startup{s: s, ctx: ctx, run: runCtx, lb: &loopback{}}
 	for _, phase := range st.phases() {
 		if err := phase.run(); err != nil {

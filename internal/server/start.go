@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace/noop"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controlplane/controller/legacytokentracking"
@@ -49,6 +50,8 @@ type startup struct {
 	tls               *tls.Config
 	webhooks          lapisadmission.ServiceResolver
 	authenticator     *authn.Authenticator
+	clientCA          dynamiccertificates.CAContentProvider // the CAs of authenticating client certificates
+	frontProxy        *frontProxy                           // the aggregator's client certificate; front proxies trusted
 	id                identity
 	serviceAccounts   serviceaccount.ServiceAccountTokenGetter
 	cat               *catalog.Catalog
@@ -163,7 +166,13 @@ func (st *startup) identity() error {
 	if st.webhooks, err = lapisadmission.NewServiceResolver(st.lb.factory, st.lb.config.Host, st.run.Done()); err != nil {
 		return err
 	}
-	if st.authenticator, err = newAuthenticator(s.cfg, st.creds); err != nil {
+	if st.clientCA, err = clientCA(s.cfg, st.creds); err != nil {
+		return err
+	}
+	if st.frontProxy, err = newFrontProxy(s.cfg, s.log); err != nil {
+		return err
+	}
+	if st.authenticator, err = newAuthenticator(s.cfg, st.creds, st.clientCA, st.frontProxy); err != nil {
 		return err
 	}
 	authorizer, err := authz.New(s.cfg.AuthorizationModes, st.lb.factory)
@@ -275,6 +284,10 @@ func (st *startup) postStart() error {
 		return err
 	}
 	st.authenticator.UseServiceAccounts(st.serviceAccounts)
+	startClusterAuthenticationInfo(st.run, st.lb.client, st.clientCA, st.frontProxy)
+	s.hooks.Finish(hookClusterAuthenticationInfo)
+	st.frontProxy.run(st.run) // its listeners are in place by now
+	s.hooks.Finish(hookReloadProxyClientCert)
 	// If the RBAC policy cannot be put in place (writes refused on a nearly full disk), lapis
 	// serves what it can meanwhile and keeps trying.
 	if err := <-rbac; err != nil {

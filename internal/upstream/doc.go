@@ -19,6 +19,9 @@
 //   - etcdlease: the etcd leases objects with a TTL (Events) are written with, shared by the
 //     writes of a short window, from k8s.io/apiserver pkg/storage/etcd3 (lease_manager.go);
 //     used by internal/storage.
+//   - requestheader: kube-apiserver's --requestheader-* options and their validation, from
+//     k8s.io/apiserver pkg/server/options (authentication.go) and k8s.io/kubernetes
+//     pkg/kubeapiserver/options (authentication.go); used by internal/server.
 //   - servicealloc: a Service's cluster IP and node port allocation around its writes, from
 //     k8s.io/kubernetes pkg/registry/core/service/storage (alloc.go, storage.go,
 //     transaction.go); used by internal/allocate.

@@ -397,11 +397,17 @@ func checkHealth(t *testing.T, l *lapisProc, when string, wants []healthWant) {
 const hooksOK = "[+]poststarthook/start-apiserver-admission-initializer ok\n[+]poststarthook/generic-apiserver-start-informers ok\n" +
 	"[+]poststarthook/start-apiextensions-informers ok\n" +
 	"[+]poststarthook/start-apiextensions-controllers ok\n[+]poststarthook/crd-informer-synced ok\n" +
-	"[+]poststarthook/start-system-namespaces-controller ok\n[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n" +
+	"[+]poststarthook/start-system-namespaces-controller ok\n[+]poststarthook/start-cluster-authentication-info-controller ok\n" +
+	"[+]poststarthook/start-kube-apiserver-identity-lease-controller ok\n" +
 	"[+]poststarthook/start-kube-apiserver-identity-lease-garbage-collector ok\n[+]poststarthook/start-legacy-token-tracking-controller ok\n[+]poststarthook/start-service-ip-repair-controllers ok\n" +
 	"[+]poststarthook/rbac/bootstrap-roles ok\n[+]poststarthook/scheduling/bootstrap-system-priority-classes ok\n" +
 	"[+]poststarthook/priority-and-fairness-config-producer ok\n[+]poststarthook/bootstrap-controller ok\n" +
-	"[+]poststarthook/start-kubernetes-service-cidr-controller ok\n"
+	"[+]poststarthook/start-kubernetes-service-cidr-controller ok\n" +
+	"[+]poststarthook/start-kube-aggregator-informers ok\n[+]poststarthook/apiservice-status-local-available-controller ok\n" +
+	"[+]poststarthook/apiservice-status-remote-available-controller ok\n[+]poststarthook/apiservice-registration-controller ok\n" +
+	"[+]poststarthook/apiservice-discovery-controller ok\n[+]poststarthook/kube-apiserver-autoregistration ok\n" +
+	"[+]autoregister-completion ok\n" +
+	"[+]poststarthook/apiservice-openapi-controller ok\n[+]poststarthook/apiservice-openapiv3-controller ok\n"
 
 var (
 	healthyAnswers = []healthWant{

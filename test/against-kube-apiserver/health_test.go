@@ -16,9 +16,7 @@ var notRunByLapis = map[string]string{
 		"from FlowSchemas (lapis keeps only their Dangling condition)",
 	"poststarthook/storage-object-count-tracker-hook":   "issue 28 (API Priority and Fairness): the object counts APF's work estimator reads",
 	"poststarthook/peer-endpoint-reconciler-controller": "issue 28 (API server identity): the peer endpoint leases of kube's mixed-version proxy",
-	"poststarthook/start-cluster-authentication-info-controller": "issue 27 (aggregation): kube-system/extension-apiserver-authentication, " +
-		"which aggregated API servers read",
-	"poststarthook/storage-readiness": "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
+	"poststarthook/storage-readiness":                   "no issue yet: lapis's watch caches start with a resource's first read, which nothing waits for at start",
 }
 
 // TestHealth: /healthz, /livez and /readyz with ?verbose list kube-apiserver's checks, in

@@ -57,10 +57,10 @@ func serverOwnKey(key string) string {
 	return ""
 }
 
-// kubeStartupWhy is why kube-apiserver's start-up objects are left out: kube-apiserver creates
-// them as it starts and lapis does not yet — the extension-apiserver-authentication ConfigMap
-// is the aggregation layer's (issue 27).
-const kubeStartupWhy = "created by kube-apiserver as it starts; lapis does not make them yet (the aggregation layer, issue 27)"
+// kubeStartupWhy is why kube-system/extension-apiserver-authentication is left out: each
+// server's cluster-authentication-info controller adds its own CAs to it (kube's and lapis's
+// differ), so its content depends on which servers ran.
+const kubeStartupWhy = "each server adds its own client and request-header CAs to it"
 
 // kubeStartupKey tells the keys of kube-apiserver's start-up objects (kubeStartupWhy).
 func kubeStartupKey(key string) bool {

@@ -23,7 +23,7 @@ const lapisLeaderLease = "lapis-controller-manager"
 // resourceVersion, renew times and holder depend on which server ran last and when:
 //   - identity Leases (kube-system, label apiserver.kubernetes.io/identity);
 //   - lapis's singleton-work Lease (kube-system/lapis-controller-manager);
-//   - kube-apiserver's start-up objects lapis does not make yet (kubeStartupWhy);
+//   - kube-system/extension-apiserver-authentication, whose CAs are each server's (kubeStartupWhy);
 //   - the kubernetes Service's Endpoints and EndpointSlice (default/kubernetes): kube's lease
 //     endpoint reconciler removes its address when it stops and the next server adds its own;
 //     their addresses and ports are compared on their own (kubernetesEndpoints).

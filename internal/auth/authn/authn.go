@@ -48,9 +48,9 @@ type Authenticator struct {
 }
 
 // New builds the chain kube-apiserver builds (pkg/kubeapiserver/authenticator and its loopback
-// token): the admin token, then client certificates and bearer tokens (also as a websocket
-// protocol) with system:authenticated added, then anonymous if enabled — reached only by
-// requests that carry no credentials at all.
+// token): the admin token, then front proxies' headers, client certificates and bearer tokens
+// (also as a websocket protocol) with system:authenticated added, then anonymous if enabled —
+// reached only by requests that carry no credentials at all.
 func New(cfg Config) (*Authenticator, error) {
 	return build(cfg, tokenSuccessCacheTTL)
 }
@@ -90,6 +90,25 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 		return nil, fmt.Errorf("failed to build token generator: %w", err)
 	}
 
+	tokenAuth, err := a.tokenAuthenticator(cfg, keys, issuers, cacheTTL)
+	if err != nil {
+		return nil, err
+	}
+	a.request = requestChain(cfg, tokenAuth, a.audiences)
+	// The admin and loopback tokens go in front of the chain, as kube-apiserver's privileged
+	// loopback token does (so a bad token's error reads as kube's, "[invalid bearer token, ...]").
+	if privileged := privilegedUsers(cfg); len(privileged) > 0 {
+		a.request = union.New(authenticatorfactory.NewFromTokens(privileged, a.audiences), a.request)
+	}
+	if cfg.RequestHeader != nil {
+		a.request = clearingHeaders{Request: a.request, config: cfg.RequestHeader}
+	}
+	return a, nil
+}
+
+// tokenAuthenticator is kube's bearer token chain: the token file, legacy then bound
+// ServiceAccount tokens, successes remembered for cacheTTL.
+func (a *Authenticator) tokenAuthenticator(cfg Config, keys serviceaccount.PublicKeysGetter, issuers []string, cacheTTL time.Duration) (authenticator.Token, error) {
 	var tokens []authenticator.Token
 	if cfg.TokenAuthFile != "" {
 		file, err := tokenfile.NewCSV(cfg.TokenAuthFile)
@@ -109,21 +128,33 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 	if cacheTTL > 0 {
 		tokenAuth = tokencache.New(tokenAuth, true, cacheTTL, 0)
 	}
+	return tokenAuth, nil
+}
 
+// requestChain is kube-apiserver's order (pkg/kubeapiserver/authenticator): front proxies'
+// headers, client certificates, bearer tokens (also as a websocket protocol), with
+// system:authenticated added; then anonymous if enabled.
+func requestChain(cfg Config, tokenAuth authenticator.Token, audiences authenticator.Audiences) authenticator.Request {
 	var requests []authenticator.Request
+	if cfg.RequestHeader != nil {
+		requests = append(requests, requestHeader(cfg.RequestHeader, audiences))
+	}
 	if cfg.ClientCAs != nil {
 		opts := x509request.DefaultVerifyOptions()
 		opts.Roots = cfg.ClientCAs
 		requests = append(requests, x509request.New(opts, x509request.CommonNameUserConversion))
 	}
 	requests = append(requests, bearertoken.New(tokenAuth), websocket.NewProtocolAuthenticator(tokenAuth))
-	a.request = group.NewAuthenticatedGroupAdder(union.New(requests...))
+	chain := group.NewAuthenticatedGroupAdder(union.New(requests...))
 	if cfg.Anonymous {
 		// An error of the chain (a bad bearer token) is not anonymous.
-		a.request = union.NewFailOnError(a.request, anonymous.NewAuthenticator(nil))
+		chain = union.NewFailOnError(chain, anonymous.NewAuthenticator(nil))
 	}
-	// The admin and loopback tokens go in front of the chain, as kube-apiserver's privileged
-	// loopback token does (so a bad token's error reads as kube's, "[invalid bearer token, ...]").
+	return chain
+}
+
+// privilegedUsers are the admin's and the loopback client's tokens.
+func privilegedUsers(cfg Config) map[string]*user.DefaultInfo {
 	privileged := map[string]*user.DefaultInfo{}
 	if cfg.AdminToken != "" {
 		privileged[cfg.AdminToken] = &user.DefaultInfo{Name: AdminUser, Groups: []string{AdminGroup, user.AllAuthenticated}}
@@ -133,10 +164,7 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 		privileged[cfg.LoopbackToken] = &user.DefaultInfo{Name: user.APIServerUser, UID: string(uuid.NewUUID()),
 			Groups: []string{user.AllAuthenticated, user.SystemPrivilegedGroup}}
 	}
-	if len(privileged) > 0 {
-		a.request = union.New(authenticatorfactory.NewFromTokens(privileged, a.audiences), a.request)
-	}
-	return a, nil
+	return privileged
 }
 
 // AuthenticateRequest implements authenticator.Request: the response's user, false without

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 )
 
 // DefaultIssuer is the ServiceAccount token issuer when none is configured: the in-cluster
@@ -18,6 +20,9 @@ const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
 type Config struct {
 	// ClientCAs verify client certificates; nil accepts none.
 	ClientCAs *x509.CertPool
+	// RequestHeader, when set, trusts front proxies: a client certificate of its CA (with an
+	// allowed name) authenticates the user its headers name (kube's --requestheader-* flags).
+	RequestHeader *authenticatorfactory.RequestHeaderConfig
 	// AdminToken is lapis's admin bearer token (user "admin", group system:masters); "" for none.
 	AdminToken string
 	// LoopbackToken is the bearer token of lapis's own loopback client: user system:apiserver

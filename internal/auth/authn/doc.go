@@ -1,7 +1,9 @@
 // Package authn decides who sent a request, as kube-apiserver's authenticator chain does, with
-// kube's own authenticators (k8s.io/apiserver/pkg/authentication/...): client certificates
-// (CN the user, O the groups), bearer tokens — lapis's admin token (placed as kube-apiserver
-// places its privileged loopback token, which it is to lapis), a static token file
+// kube's own authenticators (k8s.io/apiserver/pkg/authentication/...): front proxies (a client
+// certificate of the request-header CA, with an allowed name, vouching for the user, UID,
+// groups and extra in X-Remote-* or the configured headers, which are then removed), client
+// certificates (CN the user, O the groups), bearer tokens — lapis's admin token (placed as
+// kube-apiserver places its privileged loopback token, which it is to lapis), a static token file
 // (--token-auth-file), ServiceAccount tokens, both bound tokens of the TokenRequest API and
 // legacy tokens of kubernetes.io/service-account-token Secrets — and, when enabled, anonymous
 // requests. An invalid bearer token is an error (401), never anonymous. Authenticated users
