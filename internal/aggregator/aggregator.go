@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
@@ -49,6 +50,11 @@ type Config struct {
 	Local []schema.GroupVersion
 }
 
+// apiServiceResync is kube's aggregator informers' resync period. It is also what lets the
+// availability controllers' own 30 s resync of APIServices happen (an informer without one
+// resyncs no handler), which notices an extension server that went away unannounced.
+const apiServiceResync = 5 * time.Minute
+
 // Aggregator is kube-apiserver's aggregation layer on lapis: it serves the group versions of
 // APIServices with a service by proxying to their extension server, keeps the local
 // APIServices and every APIService's Available condition, and feeds discovery.
@@ -82,7 +88,7 @@ func New(cfg Config) (*Aggregator, error) {
 	}
 	a := &Aggregator{
 		cfg: cfg, client: client, resolver: resolver,
-		informers: apiregistrationinformers.NewSharedInformerFactory(client, 0),
+		informers: apiregistrationinformers.NewSharedInformerFactory(client, apiServiceResync),
 		discovery: upstream.NewDiscoveryManager(cfg.Discovery),
 		proxies:   map[string]*upstream.ProxyHandler{},
 		openAPI:   newOpenAPIDocs(),

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/kube-openapi/pkg/aggregator"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -117,9 +118,12 @@ func (o *openAPIDocs) sync(name string) error {
 	if err3 == nil && status == http.StatusOK {
 		s.v3 = v3
 	}
-	s.spec = swagger // kube merges no v2 document of a server it cannot download it from
-	if err2 != nil {
-		s.spec = nil
+	// kube merges no v2 document of a server it cannot download it from, and of one it can,
+	// only the paths of the APIService's group version (and what they refer to).
+	s.spec = nil
+	if err2 == nil {
+		gv := s.apiService.Spec
+		s.spec = aggregator.FilterSpecByPathsWithoutSideEffects(swagger, []string{"/apis/" + gv.Group + "/" + gv.Version + "/"})
 	}
 	o.revision++
 	if err3 != nil {
