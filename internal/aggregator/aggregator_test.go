@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/informers"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/lapis-dev/lapis/internal/catalog"
 	"github.com/lapis-dev/lapis/internal/discovery"
@@ -41,23 +44,20 @@ func newExtensionServer(t *testing.T) *extensionServer {
 	return e
 }
 
-// newTestAggregator is an aggregator whose Services are those given, on a fake client.
-func newTestAggregator(t *testing.T, services ...*corev1.Service) *Aggregator {
+// newTestAggregator is an aggregator over the Services and EndpointSlices given, on a fake
+// client, routing to endpoints or not.
+func newTestAggregator(t *testing.T, endpointRouting bool, objs ...runtime.Object) *Aggregator {
 	t.Helper()
-	var objs []runtime.Object
-	for _, s := range services {
-		objs = append(objs, s)
-	}
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
-	factory.Core().V1().Services().Informer()
-	a, err := New(Config{Loopback: &rest.Config{Host: "https://127.0.0.1:6443"}, Core: factory,
+	a, err := New(Config{Loopback: &rest.Config{Host: "https://127.0.0.1:6443"}, Core: factory, EndpointRouting: endpointRouting,
 		Discovery: discovery.NewHandler(catalog.New()), ProxyClientCertKey: func() ([]byte, []byte) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	services, slices := factory.Core().V1().Services().Informer(), factory.Discovery().V1().EndpointSlices().Informer()
 	factory.Start(t.Context().Done())
-	if !cache.WaitForCacheSync(t.Context().Done(), factory.Core().V1().Services().Informer().HasSynced) {
-		t.Fatal("services not synced")
+	if !cache.WaitForCacheSync(t.Context().Done(), services.HasSynced, slices.HasSynced) {
+		t.Fatal("informers not synced")
 	}
 	return a
 }
@@ -102,7 +102,7 @@ func TestProxy(t *testing.T) {
 	backend := newExtensionServer(t)
 	host, port, _ := net.SplitHostPort(backend.Listener.Addr().String())
 	p, _ := strconv.Atoi(port)
-	a := newTestAggregator(t, externalName(host))
+	a := newTestAggregator(t, false, externalName(host))
 	alice := &user.DefaultInfo{Name: "alice", UID: "u-1", Groups: []string{"devs", "system:authenticated"}, Extra: map[string][]string{"scopes": {"a", "b"}}}
 
 	if _, ok := serve(a, "/apis/wardle.example.com/v1alpha1/flunders", alice); ok {
@@ -152,4 +152,30 @@ func TestProxy(t *testing.T) {
 	if _, ok := a.Route("/apis/wardle.example.com/v1alpha1/flunders"); ok {
 		t.Error("a removed APIService's group version is still proxied")
 	}
+}
+
+// TestEndpointRouting: with --enable-aggregator-routing, an APIService's Service is reached at
+// one of its EndpointSlices' ready endpoints rather than at its cluster IP (which nothing
+// routes on a machine without nodes).
+func TestEndpointRouting(t *testing.T) {
+	backend := newExtensionServer(t)
+	host, port, _ := net.SplitHostPort(backend.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "api", Name: "wardle"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.0.0.10",
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(int32(p))}}}}
+	ready := true
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "api", Name: "wardle-1",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "wardle"}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(p))}}}
+	a := newTestAggregator(t, true, svc, slice)
+	if err := a.AddAPIService(wardle(443, true)); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := serve(a, "/apis/wardle.example.com/v1alpha1/flunders", &user.DefaultInfo{Name: "alice"})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("through the endpoint: %d %s", rec.Code, rec.Body)
+	}
+	<-backend.got
 }
