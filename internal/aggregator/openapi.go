@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,8 @@ type openAPIService struct {
 	apiService *apiregistrationv1.APIService
 	handler    http.Handler
 	v2         upstream.CacheableDownloader
-	spec       *spec.Swagger                // the last v2 document downloaded
+	downloaded *spec.Swagger                // the last v2 document downloaded
+	spec       *spec.Swagger                // what of it is merged
 	v3         *handler3.OpenAPIV3Discovery // the last v3 discovery document downloaded
 }
 
@@ -115,17 +117,26 @@ func (o *openAPIDocs) sync(name string) error {
 	if o.services[name] != s {
 		return nil // removed or replaced meanwhile
 	}
-	if err3 == nil && status == http.StatusOK {
-		s.v3 = v3
+	changed := false
+	if err3 == nil && status == http.StatusOK && !reflect.DeepEqual(s.v3, v3) {
+		s.v3, changed = v3, true
 	}
 	// kube merges no v2 document of a server it cannot download it from, and of one it can,
-	// only the paths of the APIService's group version (and what they refer to).
-	s.spec = nil
-	if err2 == nil {
-		gv := s.apiService.Spec
-		s.spec = aggregator.FilterSpecByPathsWithoutSideEffects(swagger, []string{"/apis/" + gv.Group + "/" + gv.Version + "/"})
+	// only the paths of the APIService's group version (and what they refer to). The
+	// downloader returns the document it has while its ETag is the same: nothing to rebuild.
+	if err2 != nil {
+		swagger = nil
 	}
-	o.revision++
+	if swagger != s.downloaded {
+		s.downloaded, s.spec, changed = swagger, nil, true
+		if swagger != nil {
+			gv := s.apiService.Spec
+			s.spec = aggregator.FilterSpecByPathsWithoutSideEffects(swagger, []string{"/apis/" + gv.Group + "/" + gv.Version + "/"})
+		}
+	}
+	if changed {
+		o.revision++
+	}
 	if err3 != nil {
 		return err3
 	}
