@@ -70,7 +70,7 @@ func (e *Etcd) waitHealthy(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(ReadyTimeout)
 	for {
-		if resp, err := client.Get(e.URL + "/health"); err == nil {
+		if resp, err := get(ctx, client, e.URL+"/health"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && strings.Contains(string(b), `"health":"true"`) {
@@ -92,3 +92,12 @@ func (e *Etcd) waitHealthy(ctx context.Context) error {
 
 // Stop stops etcd (SIGTERM, then SIGKILL after StopTimeout).
 func (e *Etcd) Stop() error { return e.proc.Stop() }
+
+// get is client.Get bound to ctx.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client.Do(req)
+}

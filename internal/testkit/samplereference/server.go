@@ -145,7 +145,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(ReadyTimeout)
 	last := "no answer"
 	for {
-		resp, err := client.Get(s.URL() + "/readyz?verbose")
+		resp, err := get(ctx, client, s.URL()+"/readyz?verbose")
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -190,3 +190,12 @@ func (s *Server) Log() string {
 
 // LogTail is the last 4 KiB of its output.
 func (s *Server) LogTail() string { return s.proc.LogTail() }
+
+// get is client.Get bound to ctx.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client.Do(req)
+}
