@@ -19,7 +19,8 @@ package aggregation
 // Origin: k8s.io/kubernetes v1.37.2, test/e2e/apimachinery/aggregator.go: the conformance spec
 // "[sig-api-machinery] Aggregator Should be able to support the 1.17 Sample API Server using
 // the current Aggregator [LinuxOnly]" (TestSampleAPIServer, SetUpSampleAPIServer and their
-// helpers, and setupServerCert of certs.go), run by TestE2EAggregator against kube-apiserver and lapis in turn.
+// helpers, and setupServerCert of certs.go), run by TestE2EAggregator against kube-apiserver
+// and lapis in turn.
 //
 // Changed, and why (the API calls are otherwise the spec's, in its order, with its names):
 //   - The sample-apiserver runs as a process (internal/testkit/samplereference) instead of a
@@ -43,11 +44,18 @@ package aggregation
 //     are logged too, so that a failure on lapis says what lapis answered.
 //   - samplev1alpha1.FlunderList is decoded as an unstructured list, and the Flunder the
 //     dynamic client creates is the map its JSON is (lapis does not depend on
-//     k8s.io/sample-apiserver); the framework, ginkgo and gomega calls are testing.T's (shims
-//     below keep the spec's framework.ExpectNoError, framework.Failf, framework.Logf and
-//     ginkgo.By lines as they were; gomega expectations are if statements).
+//     k8s.io/sample-apiserver); the framework, ginkgo and gomega calls are testing.T's (the
+//     shims of e2e_framework_test.go keep the spec's framework.ExpectNoError, Failf, Logf and
+//     ginkgo.By lines as they were, and are passed to pollTimed and
+//     checkApiServiceListQuantity; gomega expectations are if statements), and
+//     cleanupSampleAPIServer takes the framework, to stop the process.
 //   - The spec's image argument is gone (the binary is samplereference.Binary()), and
-//     TestSampleAPIServer is testSampleAPIServer (go vet keeps Test names for tests).
+//     TestSampleAPIServer is testSampleAPIServer (go vet keeps Test names for tests). The
+//     namespace's pod-security label (NamespacePodSecurityLevel) is not set: no pod is made.
+//   - SetUpSampleAPIServer is split, its code unchanged but as said above: registerSampleAPIServer
+//     (the objects and the process, which TestAggregation uses too) and createSampleRBAC (the
+//     first IsRBACEnabled block); the final wait stays in SetUpSampleAPIServer. The functions
+//     otherwise keep upstream's length, so that the copy reads against the original.
 
 import (
 	"context"
