@@ -40,8 +40,9 @@ package aggregation
 //     always on, so e2eauth.IsRBACEnabled's branches are taken unconditionally.
 //   - Pod listings and pod logs in debug output are the process's log instead; the
 //     validateErrorWithDebugInfo's EndpointSlice listing is dropped (there are none). When the
-//     wait for the flunders fails, the APIService's read error and the last answer to the GET
-//     are logged too, so that a failure on lapis says what lapis answered.
+//     wait for the flunders fails, the APIService last read, the error reading it and the last
+//     answer to the GET are logged, so that a failure on lapis says what lapis answered (the
+//     spec logs the last read's result, which a read cut short by the deadline empties).
 //   - samplev1alpha1.FlunderList is decoded as an unstructured list, and the Flunder the
 //     dynamic client creates is the map its JSON is (lapis does not depend on
 //     k8s.io/sample-apiserver); the framework, ginkgo and gomega calls are testing.T's (the
@@ -61,6 +62,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -162,12 +164,16 @@ func SetUpSampleAPIServer(ctx context.Context, f *e2eFramework, aggrclient *aggr
 	)
 	err := pollTimed(ctx, framework, 100*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
 
-		currentAPIService, apiServiceErr = aggrclient.ApiregistrationV1().APIServices().Get(ctx, apiServiceName, metav1.GetOptions{})
+		a, err := aggrclient.ApiregistrationV1().APIServices().Get(ctx, apiServiceName, metav1.GetOptions{})
+		if err == nil {
+			currentAPIService = a
+		}
+		apiServiceErr = lastAnswer(apiServiceErr, err)
 
 		request := restClient.Get().AbsPath("/apis/" + apiServiceGroupName + "/" + apiServiceVersion + "/namespaces/default/flunders")
 		request.SetHeader("Accept", "application/json")
-		_, err := request.DoRaw(ctx)
-		getErr = err
+		_, err = request.DoRaw(ctx)
+		getErr = lastAnswer(getErr, err)
 		if err != nil {
 			status, ok := err.(*apierrors.StatusError)
 			if !ok {
@@ -190,6 +196,16 @@ func SetUpSampleAPIServer(ctx context.Context, f *e2eFramework, aggrclient *aggr
 		framework.Logf("log of the sample-apiserver: %s", f.sampleLog())
 	}
 	framework.ExpectNoError(err, "gave up waiting for apiservice wardle to come up successfully")
+}
+
+// lastAnswer is err unless it is not the server's answer (the poll's deadline cut the request
+// short): then the previous one.
+func lastAnswer(previous, err error) error {
+	var status *apierrors.StatusError
+	if err == nil || errors.As(err, &status) {
+		return err
+	}
+	return previous
 }
 
 // registerSampleAPIServer is the spec's SetUpSampleAPIServer up to its last wait: the Secret,
