@@ -17,7 +17,7 @@ const Version = "v1.37.2"
 
 // Built returns "" when kube-apiserver is built, else why a test that needs it skips.
 func Built() string {
-	bin := binDir()
+	bin := BinDir()
 	if _, err := os.Stat(filepath.Join(bin, "kube-apiserver")); err != nil {
 		return fmt.Sprintf("kube-apiserver %s is not built (%v); `%s start DIR` builds it once (about 15 minutes)", Version, err, Script())
 	}

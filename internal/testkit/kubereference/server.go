@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -54,7 +52,7 @@ type Server struct {
 	Port       int
 	PKI        PKI
 
-	apiserver, controllerManager *process
+	apiserver, controllerManager *Process
 }
 
 // StartServer runs the built kube-apiserver on opts.EtcdURL with the kube-reference script's
@@ -87,7 +85,7 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 		advertise = s.Address
 	}
 	args := append(apiserverArgs(opts.EtcdURL, s.Address, advertise, s.Port, pki), opts.Args...)
-	if s.apiserver, err = startProcess(filepath.Join(binDir(), "kube-apiserver"), args, filepath.Join(opts.Dir, "kube-apiserver.log")); err != nil {
+	if s.apiserver, err = StartProcess(filepath.Join(BinDir(), "kube-apiserver"), args, filepath.Join(opts.Dir, "kube-apiserver.log")); err != nil {
 		return nil, err
 	}
 	if err := s.waitReady(ctx); err != nil {
@@ -96,7 +94,7 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 	}
 	if opts.Controllers != "" {
 		args := controllerManagerArgs(s.Kubeconfig, pki, opts.Controllers)
-		if s.controllerManager, err = startProcess(filepath.Join(binDir(), "kube-controller-manager"), args, filepath.Join(opts.Dir, "kube-controller-manager.log")); err != nil {
+		if s.controllerManager, err = StartProcess(filepath.Join(BinDir(), "kube-controller-manager"), args, filepath.Join(opts.Dir, "kube-controller-manager.log")); err != nil {
 			s.Stop()
 			return nil, err
 		}
@@ -161,14 +159,14 @@ func (s *Server) waitReady(ctx context.Context) error {
 			}
 		}
 		select {
-		case <-s.apiserver.exited:
-			return fmt.Errorf("kube-apiserver exited before it was ready: %v\n%s", s.apiserver.err, s.apiserver.logTail())
+		case <-s.apiserver.Exited():
+			return fmt.Errorf("kube-apiserver exited before it was ready: %v\n%s", s.apiserver.Err(), s.apiserver.LogTail())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver not ready within %v\n%s", ReadyTimeout, s.apiserver.logTail())
+			return fmt.Errorf("kube-apiserver not ready within %v\n%s", ReadyTimeout, s.apiserver.LogTail())
 		}
 	}
 }
@@ -177,9 +175,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 // not exited after StopTimeout. It returns an error when one had to be killed.
 func (s *Server) Stop() error {
 	var errs []error
-	for _, p := range []*process{s.controllerManager, s.apiserver} {
+	for _, p := range []*Process{s.controllerManager, s.apiserver} {
 		if p != nil {
-			errs = append(errs, p.stop())
+			errs = append(errs, p.Stop())
 		}
 	}
 	return errors.Join(errs...)
@@ -191,14 +189,14 @@ func (s *Server) StopControllers() error {
 	if s.controllerManager == nil {
 		return nil
 	}
-	err := s.controllerManager.stop()
+	err := s.controllerManager.Stop()
 	s.controllerManager = nil
 	return err
 }
 
 // Log is kube-apiserver's log so far (all its runs in the directory).
 func (s *Server) Log() string {
-	b, _ := os.ReadFile(s.apiserver.logPath)
+	b, _ := os.ReadFile(s.apiserver.LogPath())
 	return string(b)
 }
 
@@ -212,59 +210,9 @@ func FreePort(address string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// process is a started program whose output goes to a log file.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	err     error // valid once exited is closed
-}
-
-func startProcess(bin string, args []string, logPath string) (*process, error) {
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "--- %s %q\n", bin, args)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	p := &process{name: filepath.Base(bin), cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		log.Close()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-func (p *process) stop() error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(StopTimeout):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-	return fmt.Errorf("%s did not exit within %v of SIGTERM: killed", p.name, StopTimeout)
-}
-
-// logTail is the last 4 KiB of the log.
-func (p *process) logTail() string {
-	b, _ := os.ReadFile(p.logPath)
-	if len(b) > 4096 {
-		b = append([]byte("…"), b[len(b)-4096:]...)
-	}
-	return string(b)
-}
-
-// binDir is where the built binaries are (see Built).
-func binDir() string {
+// BinDir is where the built binaries are (see Built): $KUBE_REFERENCE_BIN, else
+// ~/.cache/kube-reference/<Version>.
+func BinDir() string {
 	if bin := os.Getenv("KUBE_REFERENCE_BIN"); bin != "" {
 		return bin
 	}

@@ -1,0 +1,112 @@
+package aggregation
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lapis-dev/lapis/internal/server"
+)
+
+// frontProxy is the aggregator's front-proxy identity, given to both servers alike: a
+// request-header CA of its own (separate from the client CA, as kubeadm makes it), the proxy
+// client certificate it signs, and the names and headers extension servers are told to trust.
+type frontProxy struct {
+	caFile, certFile, keyFile string
+	allowedNames              []string
+	usernameHeaders           []string
+	uidHeaders                []string
+	groupHeaders              []string
+	extraHeadersPrefix        []string
+}
+
+// proxyClientName is the proxy client certificate's CN, kubeadm's.
+const proxyClientName = "front-proxy-client"
+
+// newFrontProxy writes the request-header CA and the proxy client certificate into dir.
+func newFrontProxy(dir string) (frontProxy, error) {
+	f := frontProxy{
+		caFile: filepath.Join(dir, "front-proxy-ca.crt"), certFile: filepath.Join(dir, "front-proxy-client.crt"),
+		keyFile: filepath.Join(dir, "front-proxy-client.key"), allowedNames: []string{proxyClientName},
+		usernameHeaders: []string{"X-Remote-User"}, uidHeaders: []string{"X-Remote-Uid"},
+		groupHeaders: []string{"X-Remote-Group"}, extraHeadersPrefix: []string{"X-Remote-Extra-"},
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return frontProxy{}, err
+	}
+	ca := certTemplate("front-proxy-ca")
+	ca.IsCA, ca.BasicConstraintsValid = true, true
+	ca.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return frontProxy{}, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return frontProxy{}, err
+	}
+	leaf := certTemplate(proxyClientName)
+	leaf.KeyUsage = x509.KeyUsageDigitalSignature
+	leaf.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return frontProxy{}, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return frontProxy{}, err
+	}
+	return f, errors.Join(writePEM(f.caFile, "CERTIFICATE", caDER), writePEM(f.certFile, "CERTIFICATE", der),
+		writePEM(f.keyFile, "EC PRIVATE KEY", keyDER))
+}
+
+// kubeArgs are kube-apiserver's flags for f.
+func (f frontProxy) kubeArgs() []string {
+	return []string{
+		"--requestheader-client-ca-file=" + f.caFile,
+		"--requestheader-allowed-names=" + strings.Join(f.allowedNames, ","),
+		"--requestheader-username-headers=" + strings.Join(f.usernameHeaders, ","),
+		"--requestheader-uid-headers=" + strings.Join(f.uidHeaders, ","),
+		"--requestheader-group-headers=" + strings.Join(f.groupHeaders, ","),
+		"--requestheader-extra-headers-prefix=" + strings.Join(f.extraHeadersPrefix, ","),
+		"--proxy-client-cert-file=" + f.certFile,
+		"--proxy-client-key-file=" + f.keyFile,
+	}
+}
+
+// configure sets lapis's fields of the same flags.
+func (f frontProxy) configure(cfg *server.Config) {
+	cfg.RequestHeader = server.RequestHeaderConfig{
+		ClientCAFile: f.caFile, AllowedNames: f.allowedNames, UsernameHeaders: f.usernameHeaders,
+		UIDHeaders: f.uidHeaders, GroupHeaders: f.groupHeaders, ExtraHeadersPrefix: f.extraHeadersPrefix,
+	}
+	cfg.ProxyClientCertFile, cfg.ProxyClientKeyFile = f.certFile, f.keyFile
+}
+
+// certificate is the proxy client certificate, for a test that speaks to an extension server
+// as the aggregator does.
+func (f frontProxy) certificate() (tls.Certificate, error) {
+	return tls.LoadX509KeyPair(f.certFile, f.keyFile)
+}
+
+func certTemplate(cn string) *x509.Certificate {
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	now := time.Now()
+	return &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
+}
+
+func writePEM(path, kind string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
+}
