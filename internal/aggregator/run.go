@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/util/wait"
 	localavailability "k8s.io/kube-aggregator/pkg/controllers/status/local"
 	availabilitymetrics "k8s.io/kube-aggregator/pkg/controllers/status/metrics"
 	remoteavailability "k8s.io/kube-aggregator/pkg/controllers/status/remote"
@@ -23,6 +24,7 @@ const (
 	CheckAutoregistered     = "autoregister-completion"
 	HookOpenAPI             = "apiservice-openapi-controller"
 	HookOpenAPIV3           = "apiservice-openapiv3-controller"
+	syncPoll                = 5 * time.Millisecond
 	availabilityWorkers     = 5 // kube's
 	autoregistrationWorkers = 5 // kube's
 )
@@ -49,8 +51,15 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 	}
 	a.informers.Start(ctx.Done())
 	a.cfg.Core.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), apiServices.Informer().HasSynced) {
-		return fmt.Errorf("aggregator informers: %w", context.Cause(ctx))
+	a.autoregister.crdInformers.Start(ctx.Done())
+	crds := a.autoregister.crdInformers.Apiextensions().V1().CustomResourceDefinitions().Informer()
+	// Not cache.WaitForCacheSync, which looks every 100 ms: the first lists take a few, and
+	// lapis's readiness waits for them (the CRDs' for the autoregistration, whose controllers
+	// then find it synced at their first look).
+	if err := wait.PollUntilContextCancel(ctx, syncPoll, true, func(context.Context) (bool, error) {
+		return apiServices.Informer().HasSynced() && crds.HasSynced(), nil
+	}); err != nil {
+		return fmt.Errorf("aggregator informers: %w", err)
 	}
 	hooks.Finish(HookInformers)
 	go localAvailability.Run(availabilityWorkers, ctx.Done())
@@ -59,13 +68,13 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 
 	registered := make(chan struct{})
 	go a.registration.Run(ctx.Done(), registered)
-	if err := wait(ctx, registered); err != nil {
+	if err := waitFor(ctx, registered); err != nil {
 		return err
 	}
 	hooks.Finish(HookRegistration)
 	discoverySynced := make(chan struct{})
 	go a.discovery.Run(ctx.Done(), discoverySynced)
-	if err := wait(ctx, discoverySynced); err != nil {
+	if err := waitFor(ctx, discoverySynced); err != nil {
 		return err
 	}
 	hooks.Finish(HookDiscovery)
@@ -79,7 +88,6 @@ func (a *Aggregator) Run(ctx context.Context, hooks Hooks) error {
 // autoregistration runs kube-apiserver's autoregister and CRD registration controllers as kube
 // does, the CRDs' first.
 func (a *Aggregator) autoregistration(ctx context.Context) {
-	a.autoregister.crdInformers.Start(ctx.Done())
 	go a.autoregister.crds.Run(autoregistrationWorkers, ctx.Done())
 	// As kube: the CRDs' APIServices are known before the autoregister controller's first
 	// sync, which would otherwise delete them.
@@ -93,7 +101,7 @@ func (a *Aggregator) Autoregistered(r *http.Request) error {
 	return a.autoregister.completed(r)
 }
 
-func wait(ctx context.Context, done <-chan struct{}) error {
+func waitFor(ctx context.Context, done <-chan struct{}) error {
 	select {
 	case <-done:
 		return nil

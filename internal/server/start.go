@@ -287,6 +287,9 @@ func (st *startup) postStart() error {
 	startClusterAuthenticationInfo(st.run, st.lb.client, st.clientCA, st.frontProxy)
 	s.hooks.Finish(hookClusterAuthenticationInfo)
 	st.frontProxy.run(st.run) // its listeners are in place by now
+	// The aggregation layer's first writes (the local APIServices on a first start) overlap
+	// the rest of this phase.
+	aggregated := st.runAggregation()
 	s.hooks.Finish(hookReloadProxyClientCert)
 	// If the RBAC policy cannot be put in place (writes refused on a nearly full disk), lapis
 	// serves what it can meanwhile and keeps trying.
@@ -318,7 +321,7 @@ func (st *startup) postStart() error {
 	// 503 (kube-apiserver would exit).
 	<-st.allocated
 	s.hooks.Finish(hookServiceCIDR, hookServiceIPRepair)
-	<-st.runAggregation()
+	<-aggregated
 	return nil
 }
 
