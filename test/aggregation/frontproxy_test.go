@@ -1,21 +1,16 @@
 package aggregation
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/lapis-dev/lapis/internal/server"
+	"github.com/lapis-dev/lapis/internal/testkit/certfixtures"
 )
 
 // frontProxy is the aggregator's front-proxy identity, given to both servers alike: a
@@ -41,34 +36,13 @@ func newFrontProxy(dir string) (frontProxy, error) {
 		usernameHeaders: []string{"X-Remote-User"}, uidHeaders: []string{"X-Remote-Uid"},
 		groupHeaders: []string{"X-Remote-Group"}, extraHeadersPrefix: []string{"X-Remote-Extra-"},
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	signed, err := certfixtures.Sign("front-proxy-ca", &x509.Certificate{Subject: pkix.Name{CommonName: proxyClientName},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return frontProxy{}, err
 	}
-	ca := certTemplate("front-proxy-ca")
-	ca.IsCA, ca.BasicConstraintsValid = true, true
-	ca.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return frontProxy{}, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return frontProxy{}, err
-	}
-	leaf := certTemplate(proxyClientName)
-	leaf.KeyUsage = x509.KeyUsageDigitalSignature
-	leaf.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return frontProxy{}, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return frontProxy{}, err
-	}
-	return f, errors.Join(writePEM(f.caFile, "CERTIFICATE", caDER), writePEM(f.certFile, "CERTIFICATE", der),
-		writePEM(f.keyFile, "EC PRIVATE KEY", keyDER))
+	return f, errors.Join(os.WriteFile(f.caFile, signed.CA, 0o600), os.WriteFile(f.certFile, signed.Cert, 0o600),
+		os.WriteFile(f.keyFile, signed.Key, 0o600))
 }
 
 // kubeArgs are kube-apiserver's flags for f.
@@ -98,15 +72,4 @@ func (f frontProxy) configure(cfg *server.Config) {
 // as the aggregator does.
 func (f frontProxy) certificate() (tls.Certificate, error) {
 	return tls.LoadX509KeyPair(f.certFile, f.keyFile)
-}
-
-func certTemplate(cn string) *x509.Certificate {
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	now := time.Now()
-	return &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
-}
-
-func writePEM(path, kind string, der []byte) error {
-	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
 }
