@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"maps"
 	"net/http"
 	"sync"
 
@@ -35,16 +36,8 @@ type aggregationSnapshot struct {
 func (a *aggregation) snapshot() aggregationSnapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := aggregationSnapshot{revision: a.revision, apiServices: a.apiServices,
-		versions:   make(map[metav1.GroupVersion]apidiscoveryv2.APIVersionDiscovery, len(a.versions)),
-		priorities: make(map[metav1.GroupVersion]priority, len(a.priorities))}
-	for gv, v := range a.versions {
-		s.versions[gv] = v
-	}
-	for gv, p := range a.priorities {
-		s.priorities[gv] = p
-	}
-	return s
+	return aggregationSnapshot{revision: a.revision, apiServices: a.apiServices,
+		versions: maps.Clone(a.versions), priorities: maps.Clone(a.priorities)}
 }
 
 func (a *aggregation) currentRevision() uint64 {
@@ -137,7 +130,7 @@ func (h *Handler) AddInvalidationCallback(callback func()) {
 var _ aggregated.ResourceManager = (*Handler)(nil)
 var _ http.Handler = (*Handler)(nil)
 
-// ServesGroup reports whether discovery lists group: the catalogue serves it, or an APIService
+// servesGroup reports whether discovery lists group: the catalogue serves it, or an APIService
 // names it.
 func (h *Handler) servesGroup(group string, agg aggregationSnapshot) bool {
 	if h.cat.ServesGroup(group) {
