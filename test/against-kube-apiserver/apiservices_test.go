@@ -119,3 +119,74 @@ func available(apiService map[string]any) bool {
 	}
 	return false
 }
+
+// tieCRD is a CRD of group GROUP served at VERSION only.
+const tieCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"ties.GROUP"},
+"spec":{"group":"GROUP","scope":"Namespaced","names":{"plural":"ties","singular":"tie","kind":"Tie"},
+"versions":[{"name":"VERSION","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`
+
+// TestGroupOrder: groups of equal priority (custom resources') are listed as kube lists them,
+// which differs between the two forms of /apis: legacy by APIService name (version.group, so
+// v1.zz before v2.aa), aggregated by group name (aa before zz).
+func TestGroupOrder(t *testing.T) {
+	lapis, kube := servers(t)
+	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	groups := map[string]string{"aa.order.kubediff.example.com": "v2", "zz.order.kubediff.example.com": "v1"}
+	for _, s := range []*target{lapis, kube} {
+		for _, g := range []string{"aa.order.kubediff.example.com", "zz.order.kubediff.example.com"} {
+			body := strings.NewReplacer("GROUP", g, "VERSION", groups[g]).Replace(tieCRD)
+			s.must(t, request{method: "DELETE", path: crds + "/ties." + g}, http.StatusOK, http.StatusNotFound)
+			s.must(t, request{method: "POST", path: crds, contentType: jsonType, body: body}, http.StatusCreated)
+			t.Cleanup(func() { s.do(request{method: "DELETE", path: crds + "/ties." + g}) })
+		}
+	}
+	for _, form := range []struct{ name, accept string }{
+		{"legacy", "application/json"},
+		{"aggregated", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"},
+	} {
+		var kubeOrder []string
+		for _, s := range []*target{kube, lapis} {
+			var got []string
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if got = orderGroups(t, s, form.accept); len(got) == 2 {
+					break
+				}
+			}
+			if s == kube {
+				kubeOrder = got
+			} else if !slices.Equal(got, kubeOrder) {
+				t.Errorf("%s /apis lists %v, kube %v", form.name, got, kubeOrder)
+			}
+		}
+	}
+}
+
+// orderGroups lists the order.kubediff.example.com groups of s's /apis, in its order.
+func orderGroups(t *testing.T, s *target, accept string) []string {
+	t.Helper()
+	a := s.call(request{method: "GET", path: "/apis"}, accept)
+	var doc struct {
+		Groups []struct{ Name string } `json:"groups"`
+		Items  []struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(a.body, &doc); err != nil {
+		t.Fatalf("%s: /apis: %v", s.name, err)
+	}
+	var names []string
+	for _, g := range doc.Groups {
+		names = append(names, g.Name)
+	}
+	for _, g := range doc.Items {
+		names = append(names, g.Metadata.Name)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".order.kubediff.example.com") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
