@@ -92,6 +92,7 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, help("service-account-key-file"))
 	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, help("service-account-issuer"))
 	fs.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, help("service-account-max-token-expiration"))
+	fs.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "", help("service-account-jwks-uri"))
 	addFrontProxyFlags(fs, cfg, help)
 }
 
@@ -176,6 +177,9 @@ var sharedHelp = map[string][2]string{
 	"service-account-max-token-expiration": {
 		"longest validity a TokenRequest may ask for (0: no limit)",
 		"The maximum validity duration of a token created by the service account token issuer."},
+	"service-account-jwks-uri": {
+		"the JWKS URI /.well-known/openid-configuration names (default: lapis's /openid/v1/jwks at its advertised address)",
+		"Overrides the URI for the JSON Web Key Set in the discovery doc served at /.well-known/openid-configuration."},
 	"requestheader-client-ca-file": {
 		"trust front proxies with a client certificate of this CA to name the user in request headers (default: lapis's own front-proxy CA, DIR/pki/front-proxy-ca.crt, with kubeadm's header flags, unless --proxy-client-cert-file is given)",
 		"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests."},

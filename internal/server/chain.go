@@ -19,6 +19,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/server/httplog"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/lapis-dev/lapis/internal/aggregator"
 	"github.com/lapis-dev/lapis/internal/audit"
@@ -44,6 +45,7 @@ type identity struct {
 	authz     authorizer.Authorizer
 	rules     authorizer.RuleResolver
 	tokens    special.TokenIssuer // TokenRequests
+	issuer    tokenIssuer         // what ServiceAccount issuer discovery publishes
 }
 
 // chain builds the request path as kube-apiserver's handler chain orders it, with kube's own
@@ -57,6 +59,7 @@ func (s *Server) chain(id identity, cat *catalog.Catalog, disc *discovery.Handle
 	metricsHandler := metrics.Handler()
 	health := newHealth(healthSources{store: s.objects.Store(), ready: s.ready.Load, informersSynced: informersSynced(id.authz),
 		loopbackExpiry: s.loopbackExpiry, hooks: s.hooks.checks()})
+	oidc := s.issuerDiscovery(id.issuer)
 	profiling := http.NewServeMux()
 	profiling.HandleFunc("/debug/pprof/", pprof.Index)
 	profiling.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -78,6 +81,8 @@ func (s *Server) chain(id identity, cat *catalog.Catalog, disc *discovery.Handle
 			_ = json.NewEncoder(w).Encode(Version)
 		case info.IsResource:
 			verbs.Serve(w, req, info)
+		case oidc != nil && (req.URL.Path == serviceaccount.OpenIDConfigPath || req.URL.Path == serviceaccount.JWKSPath):
+			oidc.ServeHTTP(w, req)
 		case req.URL.Path == "/metrics":
 			metricsHandler.ServeHTTP(w, req)
 		case strings.HasPrefix(req.URL.Path, "/debug/pprof"):

@@ -71,6 +71,9 @@ type Config struct {
 	ServiceAccountKeyFiles           []string
 	ServiceAccountIssuers            []string
 	ServiceAccountMaxTokenExpiration time.Duration
+	// ServiceAccountJWKSURI is where issuer discovery says the keys are (kube's
+	// --service-account-jwks-uri); empty: lapis's own /openid/v1/jwks at its advertised address.
+	ServiceAccountJWKSURI string
 	// Audit is kube-apiserver's --audit-log-* and --audit-policy-file: where audit events go
 	// and which are recorded at what level.
 	Audit audit.Options

@@ -49,5 +49,5 @@ func newAuthenticator(cfg Config, creds *pki.Credentials, clientCA dynamiccertif
 // newIdentity is who may do what: kube's authenticator chain and its authorizer for the modes
 // configured, over the loopback informers of RBAC's objects.
 func newIdentity(a *authn.Authenticator, z *authz.Authorizer) identity {
-	return identity{authn: a, audiences: a.APIAudiences(), authz: z, rules: z, tokens: a}
+	return identity{authn: a, audiences: a.APIAudiences(), authz: z, rules: z, tokens: a, issuer: a}
 }

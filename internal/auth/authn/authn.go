@@ -45,6 +45,11 @@ type Authenticator struct {
 	legacy               serviceaccount.TokenGenerator
 	maxExpirationSeconds int64
 	extendExpiration     bool
+
+	// What ServiceAccount issuer discovery publishes: the issuer, and the keys its tokens are
+	// verified with.
+	issuerURL  string
+	publicKeys serviceaccount.PublicKeysGetter
 }
 
 // New builds the chain kube-apiserver builds (pkg/kubeapiserver/authenticator and its loopback
@@ -77,6 +82,8 @@ func build(cfg Config, cacheTTL time.Duration) (*Authenticator, error) {
 		return nil, fmt.Errorf("failed to set up public service account keys: %w", err)
 	}
 	a := &Authenticator{
+		issuerURL:  issuers[0],
+		publicKeys: keys,
 		// kube's default --api-audiences: the issuers.
 		audiences:            authenticator.Audiences(issuers),
 		lookups:              &lookups{},
@@ -195,6 +202,12 @@ func (a *Authenticator) APIAudiences() authenticator.Audiences {
 func (a *Authenticator) UseServiceAccounts(getter serviceaccount.ServiceAccountTokenGetter) {
 	a.lookups.set(getter)
 }
+
+// Issuer is the issuer of the tokens lapis signs (the first --service-account-issuer).
+func (a *Authenticator) Issuer() string { return a.issuerURL }
+
+// PublicKeys are the keys ServiceAccount tokens are verified with.
+func (a *Authenticator) PublicKeys() serviceaccount.PublicKeysGetter { return a.publicKeys }
 
 // LegacyTokenGenerator signs the tokens of kubernetes.io/service-account-token Secrets, as
 // kube-controller-manager's token controller does (issuer "kubernetes/serviceaccount").
