@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -88,6 +89,9 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *server.Config, k *kubeFlags, cmd com
 	fs.BoolVar(&k.anonymousAuth, "anonymous-auth", true, help("anonymous-auth"))
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", help("client-ca-file"))
 	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", help("token-auth-file"))
+	fs.StringVar(&cfg.TokenWebhook.ConfigFile, "authentication-token-webhook-config-file", "", help("authentication-token-webhook-config-file"))
+	fs.StringVar(&cfg.TokenWebhook.Version, "authentication-token-webhook-version", "v1beta1", help("authentication-token-webhook-version"))
+	fs.DurationVar(&cfg.TokenWebhook.CacheTTL, "authentication-token-webhook-cache-ttl", 2*time.Minute, help("authentication-token-webhook-cache-ttl"))
 	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", help("service-account-signing-key-file"))
 	fs.StringSliceVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil, help("service-account-key-file"))
 	fs.StringSliceVar(&cfg.ServiceAccountIssuers, "service-account-issuer", nil, help("service-account-issuer"))
@@ -177,6 +181,15 @@ var sharedHelp = map[string][2]string{
 	"service-account-max-token-expiration": {
 		"longest validity a TokenRequest may ask for (0: no limit)",
 		"The maximum validity duration of a token created by the service account token issuer."},
+	"authentication-token-webhook-config-file": {
+		"kubeconfig of a webhook asked about bearer tokens nothing else knows (TokenReview)",
+		"File with webhook configuration for token authentication in kubeconfig format. The API server will query the remote service to determine authentication for bearer tokens."},
+	"authentication-token-webhook-version": {
+		"the TokenReview version sent to the webhook: v1 or v1beta1",
+		"The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook."},
+	"authentication-token-webhook-cache-ttl": {
+		"how long the webhook's answers are remembered",
+		"The duration to cache responses from the webhook token authenticator."},
 	"service-account-jwks-uri": {
 		"the JWKS URI /.well-known/openid-configuration names (default: lapis's /openid/v1/jwks at its advertised address)",
 		"Overrides the URI for the JSON Web Key Set in the discovery doc served at /.well-known/openid-configuration."},

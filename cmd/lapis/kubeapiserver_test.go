@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/lapis-dev/lapis/internal/audit"
+	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/server"
 )
 
@@ -93,6 +95,7 @@ func TestParseKubeAPIServer(t *testing.T) {
 			want := server.Config{
 				EtcdPrefix: server.DefaultEtcdPrefix, EventTTL: server.DefaultEventTTL, EtcdCompactionInterval: server.DefaultCompactionInterval, RequestTimeout: server.DefaultRequestTimeout, StorageMediaType: "application/json",
 				ServiceClusterIPRange: "10.0.0.0/24", ServiceNodePortRange: "30000-32767", KubeAPIServerOnly: true,
+				TokenWebhook: authn.TokenWebhookConfig{Version: "v1beta1", CacheTTL: 2 * time.Minute},
 			}
 			audit.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError), &want.Audit)
 			c.want(&want)

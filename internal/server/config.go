@@ -10,6 +10,7 @@ import (
 	lapisadmission "github.com/lapis-dev/lapis/internal/admission"
 	"github.com/lapis-dev/lapis/internal/allocate"
 	"github.com/lapis-dev/lapis/internal/audit"
+	"github.com/lapis-dev/lapis/internal/auth/authn"
 	"github.com/lapis-dev/lapis/internal/objects"
 )
 
@@ -64,6 +65,9 @@ type Config struct {
 	ClientCAFile string
 	// TokenAuthFile is a static token file in kube-apiserver's CSV format.
 	TokenAuthFile string
+	// TokenWebhook is kube-apiserver's --authentication-token-webhook-* flags: bearer tokens
+	// nothing else knows are asked of the webhook its kubeconfig names.
+	TokenWebhook authn.TokenWebhookConfig
 	// ServiceAccountSigningKeyFile signs ServiceAccount tokens (default: DataDir/pki/sa.key,
 	// generated once); ServiceAccountKeyFiles verify more; ServiceAccountIssuers are the
 	// issuers (the first signs); ServiceAccountMaxTokenExpiration bounds TokenRequests.

@@ -37,7 +37,7 @@ func newAuthenticator(cfg Config, creds *pki.Credentials, clientCA dynamiccertif
 	return authn.New(authn.Config{
 		ClientCAs: verify.Roots, RequestHeader: fp.requestHeader,
 		AdminToken: creds.AdminToken, LoopbackToken: creds.LoopbackToken,
-		TokenAuthFile: cfg.TokenAuthFile, Anonymous: !cfg.NoAnonymousAuth,
+		TokenAuthFile: cfg.TokenAuthFile, TokenWebhook: cfg.TokenWebhook, Anonymous: !cfg.NoAnonymousAuth,
 		ServiceAccounts: authn.ServiceAccountConfig{
 			DataDir: cfg.DataDir, SigningKeyFile: cfg.ServiceAccountSigningKeyFile, KeyFiles: cfg.ServiceAccountKeyFiles,
 			Issuers: cfg.ServiceAccountIssuers, MaxTokenExpiration: cfg.ServiceAccountMaxTokenExpiration,

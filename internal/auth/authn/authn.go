@@ -131,6 +131,13 @@ func (a *Authenticator) tokenAuthenticator(cfg Config, keys serviceaccount.Publi
 	tokens = append(tokens,
 		serviceaccount.JWTTokenAuthenticator([]string{serviceaccount.LegacyIssuer}, keys, a.audiences, legacyValidator),
 		serviceaccount.JWTTokenAuthenticator(issuers, keys, a.audiences, serviceaccount.NewValidator(a.lookups)))
+	if cfg.TokenWebhook.ConfigFile != "" {
+		webhook, err := newTokenWebhook(cfg.TokenWebhook, a.audiences)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, webhook) // last, as kube's
+	}
 	tokenAuth := tokenunion.New(tokens...)
 	if cacheTTL > 0 {
 		tokenAuth = tokencache.New(tokenAuth, true, cacheTTL, 0)

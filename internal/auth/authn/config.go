@@ -34,6 +34,19 @@ type Config struct {
 	Anonymous bool
 	// ServiceAccounts configures ServiceAccount tokens.
 	ServiceAccounts ServiceAccountConfig
+	// TokenWebhook asks a webhook about the bearer tokens nothing else knows.
+	TokenWebhook TokenWebhookConfig
+}
+
+// TokenWebhookConfig is kube-apiserver's --authentication-token-webhook-* flags.
+type TokenWebhookConfig struct {
+	// ConfigFile is a kubeconfig naming the webhook (--authentication-token-webhook-config-file);
+	// "" for none.
+	ConfigFile string
+	// Version is the TokenReview version sent: v1beta1 (kube's default) or v1.
+	Version string
+	// CacheTTL is how long the webhook's answers are remembered (kube's default 2m).
+	CacheTTL time.Duration
 }
 
 // ServiceAccountConfig is kube-apiserver's --service-account-* flags.
