@@ -112,15 +112,6 @@ func (f *frontProxy) CurrentCertKeyContent() ([]byte, []byte) { return f.cert.Cu
 // post-start phase, which starts reloading (run).
 func (f *frontProxy) AddListener(l dynamiccertificates.Listener) { f.cert.AddListener(l) }
 
-// RequestHeaderCABundle is the CA bundle (PEM) front proxies' certificates are verified with;
-// nil when lapis trusts no front proxy.
-func (f *frontProxy) RequestHeaderCABundle() []byte {
-	if f.requestHeaderCA == nil {
-		return nil
-	}
-	return f.requestHeaderCA.CurrentCABundleContent()
-}
-
 // run reloads the certificate's and the request-header CA's files when they change, until ctx
 // ends (kube's aggregator-reload-proxy-client-cert hook, and its cluster-authentication-info
 // hook for the CA). Listeners are told.

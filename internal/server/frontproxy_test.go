@@ -88,7 +88,7 @@ func checkTrust(t *testing.T, fp *frontProxy, ownCA, flags, uidGate bool, ownCAF
 	t.Helper()
 	rh := fp.requestHeader
 	if !ownCA && !flags {
-		if rh != nil || fp.RequestHeaderCABundle() != nil {
+		if rh != nil || fp.requestHeaderCA != nil {
 			t.Errorf("front proxies trusted: %+v", rh)
 		}
 		return
@@ -105,7 +105,7 @@ func checkTrust(t *testing.T, fp *frontProxy, ownCA, flags, uidGate bool, ownCAF
 		}
 	}
 	wantCA, _ := readPair(t, caFile, caFile)
-	if !bytes.Equal(fp.RequestHeaderCABundle(), wantCA) || !bytes.Equal(rh.CAContentProvider.CurrentCABundleContent(), wantCA) {
+	if !bytes.Equal(fp.requestHeaderCA.CurrentCABundleContent(), wantCA) || !bytes.Equal(rh.CAContentProvider.CurrentCABundleContent(), wantCA) {
 		t.Errorf("request-header CA is not %s", caFile)
 	}
 	for _, f := range []struct {
